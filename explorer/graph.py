@@ -1,0 +1,714 @@
+"""ModelGraph: an ONNX graph as a networkx ``MultiDiGraph``, the one graph model every stage uses.
+
+Nodes are operators (plus one node per graph input and output); edges are
+tensor uses, keyed by tensor name, carrying shape, dtype and byte size.
+Initializers and ``Constant`` nodes are attached to the operators that read
+them (as :class:`~explorer.tensors.TensorInfo` weights) instead of being drawn.
+The subgraphs of ``If`` / ``Loop`` / ``Scan`` become nested ModelGraphs.
+
+Every walk over the model is iterative, so deeply nested control flow and
+100k-node chains never hit Python's recursion limit.
+
+Examples
+--------
+>>> from onnx import helper, TensorProto
+>>> x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+>>> y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+>>> g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="/act/Relu")], "g", [x], [y])
+>>> mg = build_graph(helper.make_model(g))
+>>> sorted(mg.nx.nodes)
+['/act/Relu', 'input:x', 'output:y']
+>>> mg.nx.nodes["/act/Relu"]["scope"]
+('act',)
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import networkx as nx
+import onnx
+from onnx import AttributeProto, GraphProto, ModelProto, NodeProto, TensorProto
+
+from .errors import DanglingInputError, GraphCycleError, InvalidModelError
+from .scopes import scope_of
+from .tensors import Shape, TensorInfo, dtype_name, shape_bytes, shape_from_type, tensor_info
+
+if TYPE_CHECKING:
+    from .summary import ModelSummary
+
+__all__ = [
+    "INPUT_PREFIX",
+    "OUTPUT_PREFIX",
+    "OUTER_PREFIX",
+    "CONSTANT_PREFIX",
+    "ModelGraph",
+    "TypeTable",
+    "build_graph",
+    "iter_graphs",
+    "constant_tensor",
+]
+
+INPUT_PREFIX = "input:"
+"""Node-id prefix of graph inputs."""
+OUTPUT_PREFIX = "output:"
+"""Node-id prefix of graph outputs."""
+OUTER_PREFIX = "outer:"
+"""Node-id prefix of values a subgraph reads from its enclosing graph."""
+CONSTANT_PREFIX = "const:"
+"""Node-id prefix of initializers when constants are drawn as nodes."""
+
+TypeTable = Mapping[str, tuple[Shape | None, int]]
+"""Tensor name -> (shape, ONNX element type), as found by shape inference."""
+
+
+def iter_graphs(graph: GraphProto) -> Iterator[tuple[GraphProto, int]]:
+    """Yield a graph and all its nested subgraphs, with their nesting depth, iteratively.
+
+    Examples
+    --------
+    >>> from onnx import helper
+    >>> [depth for _, depth in iter_graphs(helper.make_graph([], "g", [], []))]
+    [0]
+    """
+    stack: list[tuple[GraphProto, int]] = [(graph, 0)]
+    while stack:
+        current, depth = stack.pop()
+        yield current, depth
+        for node in current.node:
+            for attr in node.attribute:
+                if attr.type == AttributeProto.GRAPH:
+                    stack.append((attr.g, depth + 1))
+                elif attr.type == AttributeProto.GRAPHS:
+                    stack.extend((g, depth + 1) for g in attr.graphs)
+
+
+def constant_tensor(node: NodeProto) -> TensorProto | None:
+    """Return the tensor a ``Constant`` node produces, or ``None`` if it has no dense value.
+
+    Examples
+    --------
+    >>> from onnx import helper
+    >>> constant_tensor(helper.make_node("Constant", [], ["c"], value_ints=[1, 2])).dims
+    [2]
+    """
+    name = node.output[0] if node.output else ""
+    for attr in node.attribute:
+        if attr.name == "value" and attr.type == AttributeProto.TENSOR:
+            tensor = TensorProto()
+            tensor.CopyFrom(attr.t)
+            tensor.name = name
+            return tensor
+        maker = _CONSTANT_MAKERS.get(attr.name)
+        if maker is not None:
+            return maker(name, attr)
+    return None
+
+
+_CONSTANT_MAKERS: dict[str, Any] = {
+    "value_float": lambda n, a: onnx.helper.make_tensor(n, TensorProto.FLOAT, [], [a.f]),
+    "value_floats": lambda n, a: onnx.helper.make_tensor(n, TensorProto.FLOAT, [len(a.floats)], a.floats),
+    "value_int": lambda n, a: onnx.helper.make_tensor(n, TensorProto.INT64, [], [a.i]),
+    "value_ints": lambda n, a: onnx.helper.make_tensor(n, TensorProto.INT64, [len(a.ints)], a.ints),
+    "value_string": lambda n, a: onnx.helper.make_tensor(n, TensorProto.STRING, [], [a.s]),
+    "value_strings": lambda n, a: onnx.helper.make_tensor(n, TensorProto.STRING, [len(a.strings)], a.strings),
+}
+
+
+def _decode_attribute(attr: AttributeProto) -> Any:
+    kind = attr.type
+    if kind == AttributeProto.FLOAT:
+        return attr.f
+    if kind == AttributeProto.INT:
+        return attr.i
+    if kind == AttributeProto.STRING:
+        return attr.s.decode("utf-8", "replace")
+    if kind == AttributeProto.FLOATS:
+        return list(attr.floats)
+    if kind == AttributeProto.INTS:
+        return list(attr.ints)
+    if kind == AttributeProto.STRINGS:
+        return [s.decode("utf-8", "replace") for s in attr.strings]
+    if kind == AttributeProto.TENSOR:
+        return tensor_info(attr.t, source="attribute").to_dict()
+    if kind == AttributeProto.TENSORS:
+        return [tensor_info(t, source="attribute").to_dict() for t in attr.tensors]
+    if kind == AttributeProto.GRAPH:
+        return f"<subgraph {attr.g.name!r}: {len(attr.g.node)} nodes>"
+    if kind == AttributeProto.GRAPHS:
+        return [f"<subgraph {g.name!r}: {len(g.node)} nodes>" for g in attr.graphs]
+    if kind == AttributeProto.SPARSE_TENSOR:
+        return {"sparse": True, "dims": list(attr.sparse_tensor.dims)}
+    if kind == AttributeProto.TYPE_PROTO:
+        return str(attr.tp)
+    if attr.ref_attr_name:
+        return f"<ref {attr.ref_attr_name}>"
+    return None
+
+
+def _outer_reads(node: NodeProto) -> set[str]:
+    """Names the node's subgraphs (at any depth) read but do not define themselves."""
+    read: set[str] = set()
+    defined: set[str] = set()
+    stack: list[GraphProto] = []
+    for attr in node.attribute:
+        if attr.type == AttributeProto.GRAPH:
+            stack.append(attr.g)
+        elif attr.type == AttributeProto.GRAPHS:
+            stack.extend(attr.graphs)
+    while stack:
+        graph = stack.pop()
+        defined.update(v.name for v in graph.input)
+        defined.update(t.name for t in graph.initializer)
+        defined.update(t.values.name for t in graph.sparse_initializer)
+        for sub in graph.node:
+            defined.update(sub.output)
+            read.update(name for name in sub.input if name)
+            for attr in sub.attribute:
+                if attr.type == AttributeProto.GRAPH:
+                    stack.append(attr.g)
+                elif attr.type == AttributeProto.GRAPHS:
+                    stack.extend(attr.graphs)
+        read.update(v.name for v in graph.output)
+    return read - defined
+
+
+@dataclass
+class _Scope:
+    """Names visible in one graph, chained to the enclosing graph's scope."""
+
+    names: set[str]
+    parent: _Scope | None = None
+
+    def resolves(self, name: str) -> bool:
+        scope: _Scope | None = self
+        while scope is not None:
+            if name in scope.names:
+                return True
+            scope = scope.parent
+        return False
+
+
+class ModelGraph:
+    """An ONNX graph as a networkx ``MultiDiGraph`` with everything the views need.
+
+    Build one with :func:`explorer.load` (or :func:`build_graph` for an
+    already-checked model); do not construct it directly.
+
+    Attributes
+    ----------
+    nx : networkx.MultiDiGraph
+        Operators, graph inputs (``input:NAME``), graph outputs (``output:NAME``)
+        and, in subgraphs, values read from the enclosing graph (``outer:NAME``).
+        Node data: ``kind`` (``"op"``, ``"input"``, ``"output"``, ``"outer"``,
+        ``"constant"``), ``op_type``, ``domain``, ``name``, ``index`` (position
+        in the ONNX node list), ``attributes`` (decoded), ``inputs``, ``outputs``,
+        ``scope`` (name-scope path), ``weights`` (tuple of TensorInfo),
+        ``subgraphs`` (attribute names holding subgraphs).
+        Edge data (key = tensor name): ``tensor``, ``shape``, ``dtype``,
+        ``bytes``, ``slots`` (input positions at the consumer), ``implicit``
+        (read by a subgraph of the consumer).
+    model : onnx.ModelProto or None
+        The model (top-level graphs only). Never mutated; copy it before changing it.
+    proto : onnx.GraphProto
+        The graph this ModelGraph was built from.
+    subgraphs : dict
+        ``node id -> {attribute name: ModelGraph}``; ``GRAPHS`` attributes use
+        ``"name[i]"`` keys.
+    weights : dict
+        Tensor name -> TensorInfo for every initializer and folded ``Constant``.
+    source : str
+        Where the model came from (a path, ``"<bytes>"``, ``"zoo:resnet18"``...).
+    notes : list of str
+        Things worth knowing that are not errors (e.g. shape inference fell back).
+
+    Examples
+    --------
+    >>> from explorer import load
+    >>> g = load("zoo:mlp")
+    >>> g.summary().nodes == len(g.model.graph.node)
+    True
+    """
+
+    def __init__(
+        self,
+        graph: nx.MultiDiGraph,
+        *,
+        proto: GraphProto,
+        model: ModelProto | None = None,
+        weights: dict[str, TensorInfo] | None = None,
+        source: str = "<model>",
+        notes: list[str] | None = None,
+        depth: int = 0,
+    ) -> None:
+        self.nx = graph
+        self.proto = proto
+        self.model = model
+        self.weights: dict[str, TensorInfo] = weights or {}
+        self.subgraphs: dict[str, dict[str, ModelGraph]] = {}
+        self.source = source
+        self.notes: list[str] = notes if notes is not None else []
+        self.depth = depth
+        self._summary: ModelSummary | None = None
+
+    @property
+    def name(self) -> str:
+        """The ONNX graph's name."""
+        return self.proto.name
+
+    def op_nodes(self) -> list[str]:
+        """Ids of the operator nodes, in ONNX node-list order.
+
+        Examples
+        --------
+        >>> from explorer import load
+        >>> load("zoo:mlp").op_nodes()[:1]
+        ['/Flatten']
+        """
+        ops = [(data["index"], n) for n, data in self.nx.nodes(data=True) if data["kind"] == "op"]
+        return [n for _, n in sorted(ops)]
+
+    def node(self, node_id: str) -> dict[str, Any]:
+        """Return the data of one node (raises ``KeyError`` naming the id if absent)."""
+        try:
+            return self.nx.nodes[node_id]
+        except KeyError:
+            raise KeyError(f"no node {node_id!r} in graph {self.name!r}") from None
+
+    def iter_subgraphs(self) -> Iterator[tuple[tuple[str, ...], ModelGraph]]:
+        """Yield ``(path, subgraph)`` for all nested subgraphs, iteratively.
+
+        The path alternates node ids and attribute names, e.g. ``("/If", "then_branch")``.
+        """
+        stack: list[tuple[tuple[str, ...], ModelGraph]] = [((), self)]
+        while stack:
+            path, graph = stack.pop()
+            for node_id, attrs in graph.subgraphs.items():
+                for attr, sub in attrs.items():
+                    sub_path = (*path, node_id, attr)
+                    yield sub_path, sub
+                    stack.append((sub_path, sub))
+
+    def summary(self) -> ModelSummary:
+        """Return (and cache) the :class:`~explorer.summary.ModelSummary` of the model."""
+        if self._summary is None:
+            from .summary import summarize
+
+            self._summary = summarize(self)
+        return self._summary
+
+    def with_constant_nodes(self) -> ModelGraph:
+        """Return a copy whose initializers and ``Constant`` outputs are drawn as nodes.
+
+        Constant nodes get ids ``const:TENSOR`` and ``kind="constant"``; an edge
+        goes from each to every operator that reads it.
+
+        Examples
+        --------
+        >>> from explorer import load
+        >>> g = load("zoo:mlp").with_constant_nodes()
+        >>> any(k == "constant" for _, k in g.nx.nodes(data="kind"))
+        True
+        """
+        graph = self.nx.copy()
+        nodes = []
+        edges = []
+        for node_id, data in self.nx.nodes(data=True):
+            for slot_info in data.get("weights", ()):
+                const_id = CONSTANT_PREFIX + slot_info.name
+                nodes.append(
+                    (
+                        const_id,
+                        {
+                            "kind": "constant",
+                            "op_type": "Initializer" if slot_info.source == "initializer" else "Constant",
+                            "domain": "",
+                            "name": slot_info.name,
+                            "index": -1,
+                            "attributes": {},
+                            "inputs": [],
+                            "outputs": [slot_info.name],
+                            "scope": data.get("scope", ()),
+                            "weights": (slot_info,),
+                            "subgraphs": (),
+                        },
+                    )
+                )
+                edges.append(
+                    (
+                        const_id,
+                        node_id,
+                        slot_info.name,
+                        {
+                            "tensor": slot_info.name,
+                            "shape": slot_info.shape,
+                            "dtype": slot_info.dtype,
+                            "bytes": slot_info.nbytes,
+                            "slots": (),
+                            "implicit": False,
+                        },
+                    )
+                )
+        graph.add_nodes_from(nodes)
+        graph.add_edges_from(edges)
+        twin = ModelGraph(
+            graph,
+            proto=self.proto,
+            model=self.model,
+            weights=self.weights,
+            source=self.source,
+            notes=list(self.notes),
+            depth=self.depth,
+        )
+        twin.subgraphs = self.subgraphs
+        return twin
+
+    def __len__(self) -> int:
+        return sum(1 for _, kind in self.nx.nodes(data="kind") if kind == "op")
+
+    def __repr__(self) -> str:
+        return (
+            f"<ModelGraph {self.name!r} from {self.source}: {len(self)} ops, "
+            f"{self.nx.number_of_edges()} tensor edges, {len(self.subgraphs)} nodes with subgraphs>"
+        )
+
+
+@dataclass
+class _Job:
+    proto: GraphProto
+    scope: _Scope | None
+    depth: int
+    attach: tuple[ModelGraph, str, str] | None = None
+    label: str = "main graph"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _node_ids(nodes: list[NodeProto], reserved: set[str]) -> list[str]:
+    counts = Counter(n.name for n in nodes)
+    taken = set(reserved)
+    ids: list[str] = []
+    for index, node in enumerate(nodes):
+        name = node.name
+        if name and counts[name] == 1 and name not in taken:
+            node_id = name
+        else:
+            node_id = f"{name or node.op_type}#{index}"
+            while node_id in taken:
+                node_id += "'"
+        taken.add(node_id)
+        ids.append(node_id)
+    return ids
+
+
+def _edge_data(name: str, types: TypeTable, slots: tuple[int, ...], implicit: bool) -> dict[str, Any]:
+    shape, elem_type = types.get(name, (None, 0))
+    return {
+        "tensor": name,
+        "shape": shape,
+        "dtype": dtype_name(elem_type) if elem_type else None,
+        "bytes": shape_bytes(shape, elem_type) if elem_type else None,
+        "slots": slots,
+        "implicit": implicit,
+    }
+
+
+def _build_one(job: _Job, types: TypeTable, constants_as_nodes: bool, source: str) -> ModelGraph:
+    proto = job.proto
+    where = f"{source} ({job.label})" if job.label != "main graph" else source
+    weights: dict[str, TensorInfo] = {t.name: tensor_info(t) for t in proto.initializer}
+    for sparse in proto.sparse_initializer:
+        weights[sparse.values.name] = TensorInfo(
+            sparse.values.name,
+            tuple(int(d) for d in sparse.dims),
+            dtype_name(sparse.values.data_type),
+            int(sparse.values.dims[0]) if sparse.values.dims else 0,
+            0,
+            source="initializer",
+        )
+    graph_outputs = {v.name for v in proto.output}
+
+    drawn: list[NodeProto] = []
+    indices: list[int] = []
+    for index, node in enumerate(proto.node):
+        if (
+            not constants_as_nodes
+            and node.op_type == "Constant"
+            and node.domain in ("", "ai.onnx")
+            and len(node.output) == 1
+            and node.output[0] not in graph_outputs
+        ):
+            tensor = constant_tensor(node)
+            if tensor is not None:
+                weights[node.output[0]] = tensor_info(tensor, source="constant")
+                continue
+        drawn.append(node)
+        indices.append(index)
+
+    inputs = [v for v in proto.input if v.name not in weights]
+    reserved = {INPUT_PREFIX + v.name for v in inputs} | {OUTPUT_PREFIX + v.name for v in proto.output}
+    ids = _node_ids(drawn, reserved)
+
+    producer: dict[str, str] = {}
+    for value in inputs:
+        producer[value.name] = INPUT_PREFIX + value.name
+    for node_id, node in zip(ids, drawn, strict=True):
+        for out in node.output:
+            if not out:
+                continue
+            if out in producer or out in weights:
+                raise InvalidModelError(
+                    f"tensor {out!r} is produced twice (again by node {node_id!r} "
+                    f"[{node.op_type}]); ONNX graphs must assign each tensor once",
+                    path=where,
+                )
+            producer[out] = node_id
+
+    graph = nx.MultiDiGraph(name=proto.name)
+    node_rows: list[tuple[str, dict[str, Any]]] = []
+    for value in inputs:
+        shape, elem_type = types.get(value.name) or shape_from_type(value.type)
+        node_rows.append(
+            (
+                INPUT_PREFIX + value.name,
+                {
+                    "kind": "input",
+                    "op_type": "Input",
+                    "domain": "",
+                    "name": value.name,
+                    "index": -1,
+                    "attributes": {},
+                    "inputs": [],
+                    "outputs": [value.name],
+                    "scope": (),
+                    "weights": (),
+                    "subgraphs": (),
+                    "shape": shape,
+                    "dtype": dtype_name(elem_type) if elem_type else None,
+                },
+            )
+        )
+
+    edge_rows: list[tuple[str, str, str, dict[str, Any]]] = []
+    outer_nodes: dict[str, str] = {}
+    scope = _Scope(set(producer) | set(weights), job.scope)
+
+    def source_of(name: str, reader: str) -> str | None:
+        """Producer node id of a tensor, or None when it is a weight."""
+        if name in weights:
+            return None
+        if name in producer:
+            return producer[name]
+        if job.scope is not None and job.scope.resolves(name):
+            if name not in outer_nodes:
+                outer_nodes[name] = OUTER_PREFIX + name
+            return outer_nodes[name]
+        raise DanglingInputError(
+            f"{reader} reads tensor {name!r}, which no node, graph input or initializer produces",
+            path=where,
+        )
+
+    for node_id, index, node in zip(ids, indices, drawn, strict=True):
+        subgraph_attrs = tuple(
+            a.name for a in node.attribute if a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS)
+        )
+        node_weights: dict[str, TensorInfo] = {}
+        slots_by_tensor: dict[str, list[int]] = {}
+        for slot, name in enumerate(node.input):
+            if not name:
+                continue
+            src = source_of(name, f"node {node_id!r} [{node.op_type}]")
+            if src is None:
+                node_weights.setdefault(name, weights[name])
+            else:
+                slots_by_tensor.setdefault(name, []).append(slot)
+        for name, slots in slots_by_tensor.items():
+            edge_rows.append(
+                (
+                    producer.get(name) or outer_nodes[name],
+                    node_id,
+                    name,
+                    _edge_data(name, types, tuple(slots), False),
+                )
+            )
+        if subgraph_attrs:
+            for name in sorted(_outer_reads(node)):
+                if name in slots_by_tensor:
+                    continue
+                if name in weights:
+                    node_weights.setdefault(name, weights[name])
+                    continue
+                if name in producer or (job.scope is not None and job.scope.resolves(name)):
+                    src = source_of(name, f"a subgraph of node {node_id!r} [{node.op_type}]")
+                    edge_rows.append((src, node_id, name, _edge_data(name, types, (), True)))
+                else:
+                    raise DanglingInputError(
+                        f"a subgraph of node {node_id!r} [{node.op_type}] reads tensor {name!r}, "
+                        "which nothing in or around it produces",
+                        path=where,
+                    )
+        node_rows.append(
+            (
+                node_id,
+                {
+                    "kind": "op",
+                    "op_type": node.op_type,
+                    "domain": node.domain,
+                    "name": node.name,
+                    "index": index,
+                    "attributes": {a.name: _decode_attribute(a) for a in node.attribute},
+                    "inputs": list(node.input),
+                    "outputs": list(node.output),
+                    "scope": scope_of(node.name, node.output),
+                    "weights": tuple(node_weights.values()),
+                    "subgraphs": subgraph_attrs,
+                },
+            )
+        )
+
+    for value in proto.output:
+        out_id = OUTPUT_PREFIX + value.name
+        shape, elem_type = types.get(value.name) or shape_from_type(value.type)
+        data = {
+            "kind": "output",
+            "op_type": "Output",
+            "domain": "",
+            "name": value.name,
+            "index": -1,
+            "attributes": {},
+            "inputs": [value.name],
+            "outputs": [],
+            "scope": (),
+            "weights": (),
+            "subgraphs": (),
+            "shape": shape,
+            "dtype": dtype_name(elem_type) if elem_type else None,
+        }
+        src = source_of(value.name, f"graph output {value.name!r}")
+        if src is None:
+            data["weights"] = (weights[value.name],)
+        else:
+            edge_rows.append((src, out_id, value.name, _edge_data(value.name, types, (0,), False)))
+        node_rows.append((out_id, data))
+
+    for name, outer_id in outer_nodes.items():
+        shape, elem_type = types.get(name, (None, 0))
+        node_rows.append(
+            (
+                outer_id,
+                {
+                    "kind": "outer",
+                    "op_type": "Outer",
+                    "domain": "",
+                    "name": name,
+                    "index": -1,
+                    "attributes": {},
+                    "inputs": [],
+                    "outputs": [name],
+                    "scope": (),
+                    "weights": (),
+                    "subgraphs": (),
+                    "shape": shape,
+                    "dtype": dtype_name(elem_type) if elem_type else None,
+                },
+            )
+        )
+
+    graph.add_nodes_from(node_rows)
+    graph.add_edges_from(edge_rows)
+    _check_acyclic(graph, where)
+    job.extra["scope"] = scope
+    job.extra["drawn"] = list(zip(ids, drawn, strict=True))
+    return ModelGraph(graph, proto=proto, weights=weights, source=source, depth=job.depth)
+
+
+def _check_acyclic(graph: nx.MultiDiGraph, where: str) -> None:
+    if nx.is_directed_acyclic_graph(graph):
+        return
+    cycle = nx.find_cycle(graph)
+    names = [u for u, *_ in cycle]
+    shown = " -> ".join(repr(n) for n in names[:8]) + (" -> ..." if len(names) > 8 else "")
+    raise GraphCycleError(
+        f"the graph has a cycle, so there is no data-flow order: {shown} -> {names[0]!r}",
+        path=where,
+    )
+
+
+def build_graph(
+    model: ModelProto,
+    *,
+    types: TypeTable | None = None,
+    constants_as_nodes: bool = False,
+    source: str = "<model>",
+) -> ModelGraph:
+    """Build the ModelGraph of a model (and of all its subgraphs), iteratively.
+
+    Parameters
+    ----------
+    model : onnx.ModelProto
+        The model; it is referenced, not copied, and never modified.
+    types : mapping, optional
+        Tensor name -> (shape, element type), e.g. from shape inference; falls
+        back to the types declared in the model.
+    constants_as_nodes : bool
+        Draw ``Constant`` nodes as nodes instead of folding them into their consumers.
+    source : str
+        Where the model came from, used in error messages.
+
+    Returns
+    -------
+    ModelGraph
+
+    Raises
+    ------
+    DanglingInputError
+        A node reads a tensor nothing produces.
+    GraphCycleError
+        The nodes form a cycle.
+    InvalidModelError
+        A tensor is produced twice.
+
+    Examples
+    --------
+    >>> from onnx import helper, TensorProto
+    >>> x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    >>> g = helper.make_graph([helper.make_node("Neg", ["x"], ["y"])], "g", [x],
+    ...                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    >>> list(build_graph(helper.make_model(g)).nx.edges(keys=True))
+    [('input:x', 'Neg#0', 'x'), ('Neg#0', 'output:y', 'y')]
+    """
+    table: dict[str, tuple[Shape | None, int]] = dict(types or {})
+    for graph_proto, _ in iter_graphs(model.graph):
+        for value in (*graph_proto.input, *graph_proto.output, *graph_proto.value_info):
+            if value.name not in table or table[value.name][0] is None:
+                declared = shape_from_type(value.type)
+                if value.name not in table or declared[0] is not None:
+                    table[value.name] = declared
+        for tensor in graph_proto.initializer:
+            table.setdefault(tensor.name, (tuple(int(d) for d in tensor.dims), tensor.data_type))
+
+    root_job = _Job(model.graph, None, 0)
+    root = _build_one(root_job, table, constants_as_nodes, source)
+    root.model = model
+    stack: list[tuple[_Job, ModelGraph]] = [(root_job, root)]
+    while stack:
+        job, owner = stack.pop()
+        for node_id, node in job.extra.pop("drawn"):
+            for attr in node.attribute:
+                protos: list[tuple[str, GraphProto]] = []
+                if attr.type == AttributeProto.GRAPH:
+                    protos.append((attr.name, attr.g))
+                elif attr.type == AttributeProto.GRAPHS:
+                    protos.extend((f"{attr.name}[{i}]", g) for i, g in enumerate(attr.graphs))
+                for key, sub_proto in protos:
+                    label = f"{job.label} > {node_id}.{key}" if job.depth else f"{node_id}.{key}"
+                    if len(label) > 200:
+                        label = "..." + label[-197:]
+                    child_job = _Job(sub_proto, job.extra["scope"], job.depth + 1, label=label)
+                    child = _build_one(child_job, table, constants_as_nodes, source)
+                    owner.subgraphs.setdefault(node_id, {})[key] = child
+                    stack.append((child_job, child))
+        job.extra.clear()
+    return root

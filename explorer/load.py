@@ -1,0 +1,421 @@
+"""Safe loading of ONNX models into a :class:`~explorer.graph.ModelGraph`.
+
+:func:`load` accepts a path, ``bytes``, an ``onnx.ModelProto``, a built-in
+sample (``"zoo:NAME"``) or a ``torch.nn.Module`` with example inputs. It never
+writes to the input, refuses external-data locations that escape the model's
+folder before reading anything, and turns every way a model can be broken into
+a typed :class:`~explorer.errors.ModelLoadError` that names the file and the reason.
+
+Examples
+--------
+>>> from explorer import load
+>>> g = load("zoo:mlp", input_shapes={"input": [2, 1, 28, 28]})
+>>> g.summary().inputs[0].shape
+(2, 1, 28, 28)
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path, PurePosixPath, PureWindowsPath
+from typing import Any
+
+import onnx
+from google.protobuf.message import DecodeError
+from onnx import ModelProto, TensorProto
+
+from .errors import (
+    EmptyModelError,
+    ExternalDataError,
+    MissingDependencyError,
+    MissingExternalDataError,
+    ModelLoadError,
+    ModelNotFoundError,
+    ModelParseError,
+    UnsafeExternalDataError,
+    UnsupportedOpsetError,
+)
+from .graph import ModelGraph, build_graph, iter_graphs
+from .shape_inference import infer_types
+from .tensors import dtype_bits
+
+__all__ = ["load", "read_model", "fix_input_shapes", "external_tensors", "ZOO_PREFIX"]
+
+ZOO_PREFIX = "zoo:"
+"""Sources starting with this name a built-in sample model (see :mod:`explorer.zoo`)."""
+
+Source = str | os.PathLike[str] | bytes | ModelProto | Any
+
+
+def load(
+    source: Source,
+    *,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    external_data: bool = True,
+    example_inputs: Any = None,
+    constants_as_nodes: bool = False,
+    shape_inference: bool = True,
+) -> ModelGraph:
+    """Load an ONNX model into a ModelGraph.
+
+    Parameters
+    ----------
+    source : path, bytes, onnx.ModelProto, str or torch.nn.Module
+        A model file, its serialized bytes, a model object (copied, never
+        modified), ``"zoo:NAME"`` for a built-in sample, or a PyTorch module
+        (then ``example_inputs`` is required and the ``torch`` extra must be installed).
+    input_shapes : mapping, optional
+        Fixes input dimensions, e.g. ``{"x": [1, 3, 224, 224]}``.
+    external_data : bool
+        Load tensors stored in external files. With ``False`` the structure
+        loads and weights keep their shapes but no values.
+    example_inputs : tuple, optional
+        Example inputs for exporting a ``torch.nn.Module``.
+    constants_as_nodes : bool
+        Draw initializers' consumers' ``Constant`` nodes as nodes instead of
+        folding them into the nodes that read them.
+    shape_inference : bool
+        Run ONNX shape inference (with ONNX Runtime's symbolic shape inference
+        as a fallback for what it leaves unknown).
+
+    Returns
+    -------
+    ModelGraph
+
+    Raises
+    ------
+    ModelLoadError
+        Or one of its subclasses, naming the file and the problem.
+    MissingDependencyError
+        A torch module was given but the ``torch`` extra is not installed.
+
+    Examples
+    --------
+    >>> from explorer import load
+    >>> g = load("zoo:resnet18")
+    >>> g.summary().ops["Conv"]
+    20
+    """
+    model, label, base_dir = read_model(source, example_inputs=example_inputs)
+    _check_versions(model, label)
+    externals = external_tensors(model)
+    notes: list[str] = []
+    if externals:
+        if external_data:
+            if base_dir is None:
+                raise ExternalDataError(
+                    f"the model keeps {len(externals)} tensors in external files, but it was not "
+                    "given as a path, so there is no folder to read them from; load it from its "
+                    "file, or pass external_data=False to load the structure only",
+                    path=label,
+                )
+            _load_external_data(externals, base_dir, label)
+        else:
+            notes.append(f"{len(externals)} external tensors not loaded (external_data=False)")
+    if input_shapes:
+        fix_input_shapes(model, input_shapes, label)
+    types: dict[str, Any] = {}
+    if shape_inference:
+        types, inference_notes = infer_types(model)
+        notes.extend(inference_notes)
+    graph = build_graph(model, types=types, constants_as_nodes=constants_as_nodes, source=label)
+    graph.notes.extend(notes)
+    return graph
+
+
+def read_model(source: Source, *, example_inputs: Any = None) -> tuple[ModelProto, str, Path | None]:
+    """Read a model from any supported source into a private ``ModelProto``.
+
+    External data is *not* loaded here.
+
+    Returns
+    -------
+    model : onnx.ModelProto
+        A copy the caller may change.
+    label : str
+        The source as named in messages.
+    base_dir : Path or None
+        The folder external data is resolved against (``None`` when not from a file).
+
+    Examples
+    --------
+    >>> model, label, base = read_model("zoo:mlp")
+    >>> label, base is None
+    ('zoo:mlp', True)
+    """
+    if isinstance(source, ModelProto):
+        model = ModelProto()
+        model.CopyFrom(source)
+        return model, "<ModelProto>", None
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return _parse(bytes(source), "<bytes>"), "<bytes>", None
+    if isinstance(source, str) and source.startswith(ZOO_PREFIX):
+        from . import zoo
+
+        name = source[len(ZOO_PREFIX) :]
+        try:
+            return zoo.build(name), source, None
+        except (KeyError, ValueError) as err:
+            raise ModelNotFoundError(str(err).strip("'\""), path=source) from None
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        return _parse(_read_file(path), str(path)), str(path), path.resolve().parent
+    if _is_torch_module(source):
+        return _export_torch(source, example_inputs), f"<torch {type(source).__name__}>", None
+    raise TypeError(
+        "load() takes a path, bytes, an onnx.ModelProto, 'zoo:NAME' or a torch.nn.Module, "
+        f"not {type(source).__name__}"
+    )
+
+
+def _read_file(path: Path) -> bytes:
+    if not path.exists():
+        raise ModelNotFoundError("no such file", path=path)
+    if path.is_dir():
+        raise ModelNotFoundError("is a folder, not an ONNX model file", path=path)
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as err:
+        raise ModelLoadError(f"cannot read the file: {err.strerror or err}", path=path) from None
+    if not data:
+        raise EmptyModelError("the file is empty (0 bytes)", path=path)
+    return data
+
+
+def _parse(data: bytes, label: str) -> ModelProto:
+    if not data:
+        raise EmptyModelError("the model is empty (0 bytes)", path=label)
+    model = ModelProto()
+    try:
+        model.ParseFromString(data)
+    except DecodeError as err:
+        if "MaxDepth" in str(err):
+            raise ModelParseError(
+                "the protobuf nests messages deeper than protobuf's limit of 100 levels "
+                "(about 30 levels of If/Loop subgraphs); it cannot be parsed",
+                path=label,
+            ) from None
+        raise ModelParseError(
+            f"not a valid ONNX protobuf ({len(data):,} bytes; truncated or not a model): {err}",
+            path=label,
+        ) from None
+    except RecursionError:
+        raise ModelParseError("the protobuf is nested too deeply to parse", path=label) from None
+    if not model.HasField("graph") or model.ir_version <= 0:
+        missing = "no graph" if not model.HasField("graph") else "no IR version"
+        raise ModelParseError(
+            f"not an ONNX model: the {len(data):,} bytes parse as a protobuf but it has {missing} "
+            "(random bytes, a truncated file, or another format)",
+            path=label,
+        )
+    return model
+
+
+def _check_versions(model: ModelProto, label: str) -> None:
+    if model.ir_version > onnx.IR_VERSION:
+        raise UnsupportedOpsetError(
+            f"IR version {model.ir_version} is newer than the installed onnx {onnx.__version__} "
+            f"knows (up to {onnx.IR_VERSION}); upgrade onnx",
+            path=label,
+        )
+    known = {"": onnx.defs.onnx_opset_version(), "ai.onnx": onnx.defs.onnx_opset_version()}
+    known["ai.onnx.ml"] = onnx.helper.VERSION_TABLE[-1][3]
+    for opset in model.opset_import:
+        limit = known.get(opset.domain)
+        if limit is not None and opset.version > limit:
+            raise UnsupportedOpsetError(
+                f"opset {opset.version} of domain {opset.domain or 'ai.onnx'!r} is newer than the "
+                f"installed onnx {onnx.__version__} knows (up to {limit}); upgrade onnx or convert "
+                "the model to an older opset",
+                path=label,
+            )
+
+
+def external_tensors(model: ModelProto) -> list[TensorProto]:
+    """Return every tensor in the model (all graphs, Constant values) stored in an external file.
+
+    Examples
+    --------
+    >>> from explorer import zoo
+    >>> external_tensors(zoo.build("mlp"))
+    []
+    """
+    found: list[TensorProto] = []
+    for graph, _ in iter_graphs(model.graph):
+        found.extend(t for t in graph.initializer if t.data_location == TensorProto.EXTERNAL)
+        for node in graph.node:
+            for attr in node.attribute:
+                if attr.type == onnx.AttributeProto.TENSOR and attr.t.data_location == TensorProto.EXTERNAL:
+                    found.append(attr.t)
+    return found
+
+
+def _external_fields(tensor: TensorProto) -> dict[str, str]:
+    return {entry.key: entry.value for entry in tensor.external_data}
+
+
+def _safe_location(tensor: TensorProto, base_dir: Path, label: str) -> Path:
+    location = _external_fields(tensor).get("location", "")
+    what = f"external data of tensor {tensor.name!r}"
+    if not location:
+        raise ExternalDataError(f"{what} has no location", path=label)
+    posix, windows = PurePosixPath(location), PureWindowsPath(location)
+    if posix.is_absolute() or windows.is_absolute() or windows.drive or location.startswith(("/", "\\")):
+        raise UnsafeExternalDataError(
+            f"{what} points to an absolute path {location!r}; external data must lie in the "
+            "model's folder (refused, nothing was read)",
+            path=label,
+        )
+    if ".." in posix.parts or ".." in windows.parts:
+        raise UnsafeExternalDataError(
+            f"{what} location {location!r} climbs out of the model's folder with '..' "
+            "(refused, nothing was read)",
+            path=label,
+        )
+    candidate = base_dir / location
+    resolved = candidate.resolve()
+    if not resolved.is_relative_to(base_dir.resolve()):
+        raise UnsafeExternalDataError(
+            f"{what} location {location!r} is a symlink that escapes the model's folder to "
+            f"{str(resolved)!r} (refused, nothing was read)",
+            path=label,
+        )
+    return candidate
+
+
+def _load_external_data(tensors: list[TensorProto], base_dir: Path, label: str) -> None:
+    plans = []
+    for tensor in tensors:  # validate every location before reading anything
+        plans.append((tensor, _safe_location(tensor, base_dir, label)))
+    for tensor, path in plans:
+        fields = _external_fields(tensor)
+        what = f"external data of tensor {tensor.name!r} ({str(path)!r})"
+        if not path.is_file():
+            raise MissingExternalDataError(f"{what}: the file does not exist", path=label)
+        try:
+            offset = int(fields.get("offset", "0") or 0)
+            length_field = fields.get("length")
+            length = int(length_field) if length_field else None
+        except ValueError:
+            raise ExternalDataError(f"{what}: offset/length are not integers", path=label) from None
+        numel = 1
+        for d in tensor.dims:
+            numel *= int(d)
+        expected = (numel * dtype_bits(tensor.data_type) + 7) // 8
+        if length is None:
+            length = expected
+        size = path.stat().st_size
+        if offset < 0 or length < 0 or offset + length > size:
+            raise MissingExternalDataError(
+                f"{what}: offset {offset:,} + length {length:,} bytes points past the end of the "
+                f"{size:,}-byte file",
+                path=label,
+            )
+        if tensor.data_type != TensorProto.STRING and length != expected:
+            raise ExternalDataError(
+                f"{what}: {length:,} bytes stored but shape {list(tensor.dims)} needs {expected:,}",
+                path=label,
+            )
+        with open(path, "rb") as handle:
+            handle.seek(offset)
+            tensor.raw_data = handle.read(length)
+        del tensor.external_data[:]
+        tensor.data_location = TensorProto.DEFAULT
+
+
+def fix_input_shapes(
+    model: ModelProto, input_shapes: Mapping[str, Sequence[int]], label: str = "<model>"
+) -> None:
+    """Set the dimensions of graph inputs in place (on a private copy of a model).
+
+    Parameters
+    ----------
+    model : onnx.ModelProto
+        The model to change (never the caller's original: :func:`load` copies first).
+    input_shapes : mapping
+        Input name -> full shape of positive ints.
+    label : str
+        Name of the model in error messages.
+
+    Raises
+    ------
+    ModelLoadError
+        When an input name is unknown, the rank differs, or a fixed dimension conflicts.
+
+    Examples
+    --------
+    >>> from explorer import zoo
+    >>> m = zoo.build("mlp")
+    >>> fix_input_shapes(m, {"input": [4, 1, 28, 28]})
+    >>> [d.dim_value for d in m.graph.input[0].type.tensor_type.shape.dim]
+    [4, 1, 28, 28]
+    """
+    by_name = {v.name: v for v in model.graph.input}
+    for name, shape in input_shapes.items():
+        if name not in by_name:
+            known = ", ".join(sorted(by_name)) or "none"
+            raise ModelLoadError(
+                f"input_shapes names {name!r}, but the model's inputs are: {known}", path=label
+            )
+        tensor_type = by_name[name].type.tensor_type
+        dims = tensor_type.shape.dim
+        shape = [int(d) for d in shape]
+        if any(d <= 0 for d in shape):
+            raise ModelLoadError(
+                f"input_shapes for {name!r} must be positive integers, got {shape}", path=label
+            )
+        if tensor_type.HasField("shape") and len(dims) != len(shape):
+            raise ModelLoadError(
+                f"input {name!r} has rank {len(dims)}, but input_shapes gives {len(shape)} dims {shape}",
+                path=label,
+            )
+        for i, (dim, value) in enumerate(zip(dims, shape, strict=False)):
+            if dim.HasField("dim_value") and dim.dim_value != value:
+                raise ModelLoadError(
+                    f"input {name!r} dim {i} is fixed to {dim.dim_value}; input_shapes asks for {value}",
+                    path=label,
+                )
+        tensor_type.shape.ClearField("dim")
+        for value in shape:
+            tensor_type.shape.dim.add().dim_value = value
+
+
+def _is_torch_module(obj: Any) -> bool:
+    return any(
+        cls.__module__.startswith("torch.nn") and cls.__name__ == "Module" for cls in type(obj).__mro__
+    )
+
+
+def _export_torch(module: Any, example_inputs: Any) -> ModelProto:
+    try:
+        import torch
+    except ImportError:
+        raise MissingDependencyError(
+            "exporting a PyTorch module needs PyTorch: pip install 'onnx-graph-explorer[torch]'"
+        ) from None
+    if example_inputs is None:
+        raise TypeError("load(torch_module) needs example_inputs=(tensor, ...) to trace the module")
+    args = example_inputs if isinstance(example_inputs, tuple) else (example_inputs,)
+    with tempfile.TemporaryDirectory(prefix="onnx-explorer-export-") as tmp:
+        target = Path(tmp) / "model.onnx"
+        module.eval()
+        try:
+            with torch.no_grad():
+                torch.onnx.export(module, args, str(target), dynamo=False)
+        except Exception as first:  # the TorchScript exporter is deprecated; try the dynamo one
+            try:
+                torch.onnx.export(module, args, str(target), dynamo=True, external_data=False)
+            except ImportError as err:
+                raise MissingDependencyError(
+                    f"exporting with torch.onnx needs {err.name or 'onnxscript'}: "
+                    "pip install 'onnx-graph-explorer[torch]'"
+                ) from None
+            except Exception as second:
+                raise ModelLoadError(
+                    f"torch.onnx.export failed: {first}; the dynamo exporter also failed: {second}",
+                    path=f"<torch {type(module).__name__}>",
+                ) from None
+        return onnx.load_model(str(target), load_external_data=True)

@@ -1,0 +1,167 @@
+"""Shape and dtype of every tensor: ONNX shape inference, with ONNX Runtime's symbolic inference as fallback.
+
+Examples
+--------
+>>> from explorer import zoo
+>>> types, notes = infer_types(zoo.build("mlp"))
+>>> types["logits"][0]
+('batch', 10)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+
+import onnx
+from onnx import ModelProto
+
+from .graph import iter_graphs
+from .tensors import Shape, shape_from_type
+
+__all__ = ["infer_types", "unknown_tensors", "SYMBOLIC_FALLBACK_MAX_NODES", "PROTOBUF_LIMIT"]
+
+SYMBOLIC_FALLBACK_MAX_NODES = 20_000
+"""Above this many nodes the (pure-Python) symbolic fallback is skipped: it would take too long."""
+
+PROTOBUF_LIMIT = 2**31 - 1
+"""Protobuf cannot serialize a message larger than this; such models skip inference."""
+
+Types = dict[str, tuple[Shape | None, int]]
+
+
+def _collect(model: ModelProto) -> Types:
+    types: Types = {}
+    for graph, _ in iter_graphs(model.graph):
+        for value in (*graph.input, *graph.output, *graph.value_info):
+            shape, elem_type = shape_from_type(value.type)
+            old = types.get(value.name)
+            if old is None or (old[0] is None and shape is not None):
+                types[value.name] = (shape, elem_type)
+    return types
+
+
+def _known(shape: Shape | None) -> bool:
+    return shape is not None and all(d is not None for d in shape)
+
+
+def _score(shape: Shape | None) -> tuple[bool, int, int]:
+    """Rank shapes by how much they tell: known rank, then concrete dims, then named dims."""
+    if shape is None:
+        return (False, 0, 0)
+    return (True, sum(isinstance(d, int) for d in shape), sum(d is not None for d in shape))
+
+
+def unknown_tensors(model: ModelProto, types: Types) -> list[str]:
+    """Names of main-graph node outputs whose rank or some dimension is still unknown.
+
+    Examples
+    --------
+    >>> from explorer import zoo
+    >>> m = zoo.build("mlp")
+    >>> unknown_tensors(m, infer_types(m)[0])
+    []
+    """
+    return [
+        name
+        for node in model.graph.node
+        for name in node.output
+        if name and not _known(types.get(name, (None, 0))[0])
+    ]
+
+
+def infer_types(model: ModelProto) -> tuple[Types, list[str]]:
+    """Infer the shape and element type of every tensor the model can tell.
+
+    Runs ``onnx.shape_inference`` with data propagation; where it leaves shapes
+    unknown in the main graph, runs ONNX Runtime's symbolic shape inference and
+    fills the gaps. Never raises for a model that parsed: failures become notes.
+
+    Parameters
+    ----------
+    model : onnx.ModelProto
+        The model (not modified).
+
+    Returns
+    -------
+    types : dict
+        Tensor name -> (shape, ONNX element type).
+    notes : list of str
+        What fell back or failed, for the summary.
+
+    Examples
+    --------
+    >>> from explorer import zoo
+    >>> types, notes = infer_types(zoo.build("resnet18"))
+    >>> types["logits"][0]
+    ('batch', 1000)
+    """
+    notes: list[str] = []
+    types = _collect(model)
+    if model.ByteSize() >= PROTOBUF_LIMIT:
+        notes.append("shape inference skipped: the model is over 2 GiB")
+        return types, notes
+    # Declared output shapes would stop inference from refining them (e.g. after
+    # input_shapes fixed "batch"): infer with them cleared, then keep the better one.
+    saved = [onnx.TypeProto() for _ in model.graph.output]
+    for kept, value in zip(saved, model.graph.output, strict=True):
+        kept.CopyFrom(value.type)
+        if value.type.HasField("tensor_type"):
+            value.type.tensor_type.ClearField("shape")
+    try:
+        inferred = onnx.shape_inference.infer_shapes(
+            model, check_type=False, strict_mode=False, data_prop=True
+        )
+    except Exception as err:  # a node whose inference throws even in lenient mode
+        notes.append(f"onnx shape inference failed: {_first_line(err)}")
+        inferred = model
+    finally:
+        for kept, value in zip(saved, model.graph.output, strict=True):
+            value.type.CopyFrom(kept)
+    for name, value in _collect(inferred).items():
+        if name not in types or _score(value[0]) > _score(types[name][0]):
+            types[name] = value
+    missing = unknown_tensors(model, types)
+    if not missing:
+        return types, notes
+    if len(model.graph.node) > SYMBOLIC_FALLBACK_MAX_NODES:
+        notes.append(
+            f"{len(missing)} tensors have unknown shapes; symbolic shape inference skipped "
+            f"(over {SYMBOLIC_FALLBACK_MAX_NODES:,} nodes)"
+        )
+        return types, notes
+    symbolic = _symbolic(inferred, notes)
+    if symbolic is not None:
+        filled = 0
+        for name, value in _collect(symbolic).items():
+            if (name not in types or not _known(types[name][0])) and _score(value[0]) > _score(
+                types.get(name, (None, 0))[0]
+            ):
+                filled += _known(value[0]) and name in missing
+                types[name] = value
+        left = len(unknown_tensors(model, types))
+        notes.append(
+            f"onnx shape inference left {len(missing)} tensors unknown; ONNX Runtime's symbolic "
+            f"inference resolved {filled}" + (f", {left} still unknown" if left else "")
+        )
+    return types, notes
+
+
+def _symbolic(model: ModelProto, notes: list[str]) -> ModelProto | None:
+    try:
+        from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
+    except ImportError:
+        notes.append("onnxruntime's symbolic shape inference is not available")
+        return None
+    sink = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+            return SymbolicShapeInference.infer_shapes(model, auto_merge=True, guess_output_rank=True)
+    except Exception as err:
+        notes.append(f"ONNX Runtime's symbolic shape inference failed: {_first_line(err)}")
+        return None
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0] if text else ''}"[:300]

@@ -1,0 +1,382 @@
+"""ModelSummary: the at-a-glance facts of a model (op histogram, parameters, opsets, I/O).
+
+Examples
+--------
+>>> from explorer import load
+>>> s = load("zoo:mlp").summary()
+>>> s.to_dict()["nodes"] == sum(s.ops.values())
+True
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import onnx
+from onnx import GraphProto
+
+from .graph import constant_tensor, iter_graphs
+from .tensors import Shape, dtype_bits, dtype_name, format_shape, shape_from_type
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .graph import ModelGraph
+
+__all__ = ["TensorSpec", "ModelSummary", "summarize", "STANDARD_DOMAINS"]
+
+STANDARD_DOMAINS = frozenset({"", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training"})
+"""Domains whose operators the ``onnx`` package defines."""
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """A graph input or output: name, element type and shape (symbolic dims as strings)."""
+
+    name: str
+    dtype: str | None
+    shape: Shape | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``{"name", "dtype", "shape"}`` with the shape as a list (``None`` if unknown)."""
+        return {
+            "name": self.name,
+            "dtype": self.dtype,
+            "shape": None if self.shape is None else list(self.shape),
+        }
+
+
+@dataclass(frozen=True)
+class ModelSummary:
+    """Facts about a model, as shown by ``onnx-explorer info``.
+
+    Attributes
+    ----------
+    source : str
+        Where the model came from.
+    graph_name, producer : str
+        The graph's name and the producer (``name version``).
+    ir_version : int
+        ONNX IR version.
+    opsets : dict
+        Domain -> opset version (the default domain is written ``"ai.onnx"``).
+    nodes : int
+        Number of operators in the main graph (``len(model.graph.node)``).
+    ops : dict
+        Op type -> count over the main graph's node list, exactly
+        ``collections.Counter(n.op_type for n in model.graph.node)``.
+    ops_in_subgraphs : dict
+        Op type -> count over all nested subgraphs.
+    inputs, outputs : tuple of TensorSpec
+        Graph inputs (initializers excluded) and outputs.
+    params, param_bytes : int
+        Elements and bytes of every constant tensor in the model: initializers
+        and ``Constant`` node values, in all graphs.
+    initializers, constant_nodes : int
+        How many initializers and ``Constant`` nodes the model holds (all graphs).
+    dynamic_dims : tuple of str
+        Symbolic dimension names of the inputs and outputs, plus ``"?"`` when
+        some dimension is entirely unknown.
+    subgraphs : int
+        Number of nested subgraphs (``If`` branches, ``Loop``/``Scan`` bodies), at any depth.
+    max_depth : int
+        Deepest nesting of subgraphs.
+    unknown_ops : tuple of str
+        ``domain::op`` of operators that neither the installed onnx (schemas),
+        ONNX Runtime (kernels) nor the model's local functions define.
+    runtime_ops : tuple of str
+        ``domain::op`` of operators onnx does not define but ONNX Runtime runs
+        (contrib ops such as ``com.microsoft::FusedMatMul``): only ORT runs them.
+    custom_domains : tuple of str
+        Opset domains outside the ONNX standard ones (e.g. ``com.microsoft``).
+    functions : int
+        Number of model-local functions.
+    external_tensors : int
+        Tensors whose data lives in external files.
+    shapes_known : float
+        Fraction of the main graph's tensor edges whose rank and every dimension
+        (a size or a symbolic name) are known.
+    notes : tuple of str
+        Remarks from loading (e.g. shape-inference fallbacks).
+    """
+
+    source: str
+    graph_name: str
+    producer: str
+    ir_version: int
+    opsets: dict[str, int]
+    nodes: int
+    ops: dict[str, int]
+    ops_in_subgraphs: dict[str, int]
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+    params: int
+    param_bytes: int
+    initializers: int
+    constant_nodes: int
+    dynamic_dims: tuple[str, ...]
+    subgraphs: int
+    max_depth: int
+    unknown_ops: tuple[str, ...]
+    runtime_ops: tuple[str, ...]
+    custom_domains: tuple[str, ...]
+    functions: int
+    external_tensors: int
+    shapes_known: float
+    notes: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready dict (the ``onnx-explorer info --json`` object).
+
+        Examples
+        --------
+        >>> from explorer import load
+        >>> d = load("zoo:mlp").summary().to_dict()
+        >>> sorted(k for k in ("nodes", "ops", "inputs", "outputs", "params", "param_bytes",
+        ...                    "opsets", "subgraphs") if k in d)  # doctest: +NORMALIZE_WHITESPACE
+        ['inputs', 'nodes', 'ops', 'opsets', 'outputs', 'param_bytes', 'params', 'subgraphs']
+        """
+        return {
+            "source": self.source,
+            "graph_name": self.graph_name,
+            "producer": self.producer,
+            "ir_version": self.ir_version,
+            "opsets": dict(self.opsets),
+            "nodes": self.nodes,
+            "ops": dict(self.ops),
+            "ops_in_subgraphs": dict(self.ops_in_subgraphs),
+            "inputs": [t.to_dict() for t in self.inputs],
+            "outputs": [t.to_dict() for t in self.outputs],
+            "params": self.params,
+            "param_bytes": self.param_bytes,
+            "initializers": self.initializers,
+            "constant_nodes": self.constant_nodes,
+            "dynamic_dims": list(self.dynamic_dims),
+            "subgraphs": self.subgraphs,
+            "max_depth": self.max_depth,
+            "unknown_ops": list(self.unknown_ops),
+            "runtime_ops": list(self.runtime_ops),
+            "custom_domains": list(self.custom_domains),
+            "functions": self.functions,
+            "external_tensors": self.external_tensors,
+            "shapes_known": self.shapes_known,
+            "notes": list(self.notes),
+        }
+
+    def to_json(self, **kwargs: Any) -> str:
+        """Return :meth:`to_dict` as a JSON string."""
+        return json.dumps(self.to_dict(), **kwargs)
+
+    def to_frame(self) -> pd.DataFrame:
+        """Return the op histogram as a DataFrame (``op_type``, ``count``, ``in_subgraphs``).
+
+        Examples
+        --------
+        >>> from explorer import load
+        >>> load("zoo:mlp").summary().to_frame().columns.tolist()
+        ['op_type', 'count', 'in_subgraphs']
+        """
+        import pandas as pd
+
+        names = sorted(set(self.ops) | set(self.ops_in_subgraphs), key=lambda o: (-self.ops.get(o, 0), o))
+        return pd.DataFrame(
+            {
+                "op_type": names,
+                "count": [self.ops.get(o, 0) for o in names],
+                "in_subgraphs": [self.ops_in_subgraphs.get(o, 0) for o in names],
+            }
+        )
+
+    def to_text(self) -> str:
+        """Return a readable multi-line summary, as ``onnx-explorer info`` prints it."""
+        lines = [
+            f"model      {self.source}",
+            f"graph      {self.graph_name or '(unnamed)'}   producer: {self.producer or '(unknown)'}",
+            f"ir/opsets  IR {self.ir_version}; "
+            + ", ".join(f"{d} {v}" for d, v in sorted(self.opsets.items())),
+            f"operators  {self.nodes} in the main graph"
+            + (
+                f", {sum(self.ops_in_subgraphs.values())} in {self.subgraphs} subgraphs"
+                if self.subgraphs
+                else ""
+            ),
+            f"params     {self.params:,} ({_human_bytes(self.param_bytes)}) in "
+            f"{self.initializers} initializers and {self.constant_nodes} Constant nodes"
+            + (f"; {self.external_tensors} stored externally" if self.external_tensors else ""),
+            "inputs",
+            *(f"  {t.name}: {t.dtype} {format_shape(t.shape)}" for t in self.inputs),
+            "outputs",
+            *(f"  {t.name}: {t.dtype} {format_shape(t.shape)}" for t in self.outputs),
+        ]
+        if self.dynamic_dims:
+            lines.append(f"dynamic    {', '.join(self.dynamic_dims)}")
+        lines.append(
+            f"shapes     {self.shapes_known:.0%} of tensors have a known shape (sizes or named dims)"
+        )
+        if self.custom_domains:
+            lines.append(f"domains    custom: {', '.join(self.custom_domains)}")
+        if self.runtime_ops:
+            lines.append(f"ort-only   {', '.join(self.runtime_ops)} (ONNX Runtime contrib ops)")
+        if self.unknown_ops:
+            lines.append(f"unknown    {', '.join(self.unknown_ops)} (no ONNX schema, no ONNX Runtime kernel)")
+        lines.append("ops")
+        width = max((len(o) for o in self.ops), default=0)
+        for op, count in sorted(self.ops.items(), key=lambda kv: (-kv[1], kv[0])):
+            lines.append(f"  {op:<{width}}  {count}")
+        lines.extend(f"note       {n}" for n in self.notes)
+        return "\n".join(lines)
+
+
+def _human_bytes(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"
+
+
+@functools.cache
+def _ort_kernels() -> frozenset[tuple[str, str]]:
+    """(domain, op) pairs the installed ONNX Runtime has a kernel for, on any provider."""
+    try:
+        from onnxruntime.capi import _pybind_state
+    except ImportError:
+        return frozenset()
+    return frozenset((k.domain or "ai.onnx", k.op_name) for k in _pybind_state.get_all_opkernel_def())
+
+
+def _has_schema(op_type: str, domain: str) -> bool:
+    try:
+        return onnx.defs.has(op_type, domain)
+    except Exception:
+        return False
+
+
+def _tensor_elements_and_bytes(dims: Any, elem_type: int) -> tuple[int, int]:
+    numel = 1
+    for d in dims:
+        numel *= int(d)
+    return numel, (numel * dtype_bits(elem_type) + 7) // 8
+
+
+def summarize(graph: ModelGraph) -> ModelSummary:
+    """Compute the summary of a top-level ModelGraph.
+
+    Parameters
+    ----------
+    graph : ModelGraph
+        A graph returned by :func:`explorer.load`.
+
+    Returns
+    -------
+    ModelSummary
+
+    Examples
+    --------
+    >>> from explorer import load
+    >>> summarize(load("zoo:mlp")).inputs[0].name
+    'input'
+    """
+    model = graph.model
+    if model is None:
+        raise ValueError("summaries are computed for top-level graphs (this one has no ModelProto)")
+    main = model.graph
+    ops = dict(Counter(n.op_type for n in main.node))
+    local_functions = {(f.domain, f.name) for f in model.functions}
+    sub_ops: Counter[str] = Counter()
+    unknown: set[str] = set()
+    contrib: set[str] = set()
+    params = param_bytes = initializers = constants = external = subgraphs = max_depth = 0
+
+    graphs: list[tuple[GraphProto, int, bool]] = [(g, d, False) for g, d in iter_graphs(main)]
+    for function in model.functions:
+        graphs.extend((g, d, True) for g, d in iter_graphs(_function_body(function)))
+    for graph_proto, depth, in_function in graphs:
+        if depth > 0 and not in_function:
+            subgraphs += 1
+            max_depth = max(max_depth, depth)
+            sub_ops.update(n.op_type for n in graph_proto.node)
+        for tensor in graph_proto.initializer:
+            n, b = _tensor_elements_and_bytes(tensor.dims, tensor.data_type)
+            params += n
+            param_bytes += b
+            initializers += 1
+            external += tensor.data_location == onnx.TensorProto.EXTERNAL
+        for node in graph_proto.node:
+            if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
+                constants += 1
+                tensor = constant_tensor(node)
+                if tensor is not None:
+                    n, b = _tensor_elements_and_bytes(tensor.dims, tensor.data_type)
+                    params += n
+                    param_bytes += b
+                    external += tensor.data_location == onnx.TensorProto.EXTERNAL
+            elif (node.domain, node.op_type) not in local_functions and not _has_schema(
+                node.op_type, node.domain
+            ):
+                key = (node.domain or "ai.onnx", node.op_type)
+                (contrib if key in _ort_kernels() else unknown).add("::".join(key))
+
+    opsets = {(o.domain or "ai.onnx"): int(o.version) for o in model.opset_import}
+    custom = tuple(sorted(d for d in opsets if d not in STANDARD_DOMAINS))
+    initializer_names = {t.name for t in main.initializer}
+    inputs = tuple(_spec(v, graph) for v in main.input if v.name not in initializer_names)
+    outputs = tuple(_spec(v, graph) for v in main.output)
+    dynamic: list[str] = []
+    for spec in (*inputs, *outputs):
+        for dim in spec.shape or ():
+            if isinstance(dim, str) and dim not in dynamic:
+                dynamic.append(dim)
+            elif dim is None and "?" not in dynamic:
+                dynamic.append("?")
+
+    shapes = [shape for *_, shape in graph.nx.edges(data="shape")]
+    known = sum(1 for s in shapes if s is not None and all(d is not None for d in s))
+    producer = f"{model.producer_name} {model.producer_version}".strip()
+    return ModelSummary(
+        source=graph.source,
+        graph_name=main.name,
+        producer=producer,
+        ir_version=int(model.ir_version),
+        opsets=opsets,
+        nodes=len(main.node),
+        ops=ops,
+        ops_in_subgraphs=dict(sub_ops),
+        inputs=inputs,
+        outputs=outputs,
+        params=params,
+        param_bytes=param_bytes,
+        initializers=initializers,
+        constant_nodes=constants,
+        dynamic_dims=tuple(dynamic),
+        subgraphs=subgraphs,
+        max_depth=max_depth,
+        unknown_ops=tuple(sorted(unknown)),
+        runtime_ops=tuple(sorted(contrib)),
+        custom_domains=custom,
+        functions=len(model.functions),
+        external_tensors=external,
+        shapes_known=round(known / len(shapes), 4) if shapes else 1.0,
+        notes=tuple(graph.notes),
+    )
+
+
+def _function_body(function: onnx.FunctionProto) -> GraphProto:
+    """Wrap a function body as a graph so its nodes and subgraphs can be walked."""
+    body = GraphProto(name=function.name)
+    body.node.extend(function.node)
+    return body
+
+
+def _spec(value: onnx.ValueInfoProto, graph: ModelGraph) -> TensorSpec:
+    node_id = ("input:" if graph.nx.has_node("input:" + value.name) else "output:") + value.name
+    data = graph.nx.nodes.get(node_id)
+    if data is not None and data.get("shape") is not None:
+        return TensorSpec(value.name, data.get("dtype"), data["shape"])
+    shape, elem_type = shape_from_type(value.type)
+    return TensorSpec(value.name, dtype_name(elem_type) if elem_type else None, shape)

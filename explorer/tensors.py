@@ -1,0 +1,330 @@
+"""Plain descriptions of tensors: dtype names, shapes, byte sizes and small values.
+
+These are the values stored on graph edges and attached to nodes as weights;
+they never hold large arrays.
+
+Examples
+--------
+>>> import numpy as np
+>>> from onnx import numpy_helper
+>>> from explorer.tensors import tensor_info
+>>> info = tensor_info(numpy_helper.from_array(np.ones((2, 3), np.float32), "w"))
+>>> info.shape, info.dtype, info.nbytes, info.numel
+((2, 3), 'float32', 24, 6)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import TensorProto, numpy_helper
+
+__all__ = [
+    "Dim",
+    "Shape",
+    "SMALL_VALUE_LIMIT",
+    "TensorInfo",
+    "dtype_name",
+    "dtype_bits",
+    "shape_from_type",
+    "shape_bytes",
+    "tensor_info",
+]
+
+Dim = int | str | None
+"""One dimension: a size, a symbolic name, or ``None`` when unknown."""
+
+Shape = tuple[Dim, ...]
+"""A tensor shape; ``None`` as a whole means the rank is unknown."""
+
+SMALL_VALUE_LIMIT = 16
+"""Tensors with at most this many elements keep their values (shape constants, scales)."""
+
+_BITS = {
+    TensorProto.BOOL: 8,
+    TensorProto.STRING: 0,
+    TensorProto.UINT4: 4,
+    TensorProto.INT4: 4,
+    TensorProto.FLOAT4E2M1: 4,
+    TensorProto.UINT2: 2,
+    TensorProto.INT2: 2,
+    TensorProto.FLOAT6E2M3: 6,
+    TensorProto.FLOAT6E3M2: 6,
+}
+
+_NAMES = {
+    TensorProto.FLOAT: "float32",
+    TensorProto.DOUBLE: "float64",
+    TensorProto.FLOAT16: "float16",
+    TensorProto.BFLOAT16: "bfloat16",
+}
+
+
+def dtype_name(elem_type: int) -> str:
+    """Return a short, numpy-like name for an ONNX element type.
+
+    Parameters
+    ----------
+    elem_type : int
+        A ``onnx.TensorProto.DataType`` value.
+
+    Returns
+    -------
+    str
+        ``"float32"``, ``"int64"``, ``"bool"``, ... or ``"undefined"``.
+
+    Examples
+    --------
+    >>> from onnx import TensorProto
+    >>> dtype_name(TensorProto.FLOAT), dtype_name(TensorProto.INT64)
+    ('float32', 'int64')
+    """
+    if elem_type in _NAMES:
+        return _NAMES[elem_type]
+    try:
+        return TensorProto.DataType.Name(elem_type).lower()
+    except ValueError:
+        return f"unknown({elem_type})"
+
+
+def dtype_bits(elem_type: int) -> int:
+    """Return the storage size of one element in bits (0 when not fixed, e.g. strings).
+
+    Examples
+    --------
+    >>> from onnx import TensorProto
+    >>> dtype_bits(TensorProto.FLOAT), dtype_bits(TensorProto.INT4)
+    (32, 4)
+    """
+    if elem_type in _BITS:
+        return _BITS[elem_type]
+    try:
+        return int(onnx.helper.tensor_dtype_to_np_dtype(elem_type).itemsize) * 8
+    except (KeyError, TypeError, ValueError):
+        return 0
+
+
+def shape_bytes(shape: Shape | None, elem_type: int) -> int | None:
+    """Return the byte size of a tensor, or ``None`` when a dimension is not known.
+
+    Examples
+    --------
+    >>> from onnx import TensorProto
+    >>> shape_bytes((2, 3), TensorProto.FLOAT), shape_bytes(("batch", 3), TensorProto.FLOAT)
+    (24, None)
+    """
+    if shape is None or any(not isinstance(d, int) for d in shape):
+        return None
+    return math.ceil(math.prod(shape) * dtype_bits(elem_type) / 8)
+
+
+def shape_from_type(type_proto: onnx.TypeProto) -> tuple[Shape | None, int]:
+    """Read the shape and element type of a tensor ``TypeProto``.
+
+    Returns
+    -------
+    shape : tuple or None
+        Dimensions as ``int`` (known), ``str`` (symbolic) or ``None`` (unknown);
+        ``None`` when the rank itself is unknown or the value is not a tensor.
+    elem_type : int
+        The ONNX element type (0 when unknown).
+
+    Examples
+    --------
+    >>> from onnx import helper, TensorProto
+    >>> vi = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, None])
+    >>> shape_from_type(vi.type)
+    (('batch', 3, None), 1)
+    """
+    which = type_proto.WhichOneof("value")
+    if which == "sparse_tensor_type":
+        tensor_type = type_proto.sparse_tensor_type
+    elif which == "tensor_type":
+        tensor_type = type_proto.tensor_type
+    elif which in ("sequence_type", "optional_type"):
+        inner = (
+            type_proto.sequence_type.elem_type
+            if which == "sequence_type"
+            else type_proto.optional_type.elem_type
+        )
+        _, elem = shape_from_type(inner) if inner.WhichOneof("value") else (None, 0)
+        return None, elem
+    else:
+        return None, 0
+    if not tensor_type.HasField("shape"):
+        return None, tensor_type.elem_type
+    dims: list[Dim] = []
+    for dim in tensor_type.shape.dim:
+        kind = dim.WhichOneof("value")
+        if kind == "dim_value":
+            dims.append(int(dim.dim_value))
+        elif kind == "dim_param":
+            dims.append(dim.dim_param)
+        else:
+            dims.append(None)
+    return tuple(dims), tensor_type.elem_type
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """A constant tensor attached to the node that consumes it.
+
+    Attributes
+    ----------
+    name : str
+        Tensor name in the graph.
+    shape : tuple of int
+        Dimensions.
+    dtype : str
+        Element type name, e.g. ``"float32"``.
+    numel : int
+        Number of elements.
+    nbytes : int
+        Storage size in bytes.
+    source : str
+        ``"initializer"`` or ``"constant"`` (the output of a ``Constant`` node).
+    values : tuple or None
+        The values when the tensor has at most :data:`SMALL_VALUE_LIMIT` elements.
+    external : bool
+        Whether the data is stored in an external file.
+    loaded : bool
+        Whether the data is in memory (``False`` for external data not loaded).
+    stats : dict or None
+        ``min``, ``max``, ``mean`` and ``std`` of floating-point data when loaded.
+    """
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    numel: int
+    nbytes: int
+    source: str = "initializer"
+    values: tuple[Any, ...] | None = None
+    external: bool = False
+    loaded: bool = True
+    stats: dict[str, float] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready dict.
+
+        Examples
+        --------
+        >>> TensorInfo("w", (2,), "float32", 2, 8).to_dict()["shape"]
+        [2]
+        """
+        out = asdict(self)
+        out["shape"] = list(self.shape)
+        out["values"] = None if self.values is None else list(self.values)
+        return out
+
+
+def _has_data(tensor: TensorProto) -> bool:
+    if tensor.data_location == TensorProto.EXTERNAL:
+        return False
+    return bool(
+        tensor.raw_data
+        or tensor.float_data
+        or tensor.int32_data
+        or tensor.int64_data
+        or tensor.double_data
+        or tensor.uint64_data
+        or tensor.string_data
+    )
+
+
+def _small_values(array: np.ndarray) -> tuple[Any, ...]:
+    flat = array.reshape(-1)
+    if flat.dtype.kind in "fc":
+        return tuple(float(v) if flat.dtype.kind == "f" else str(v) for v in flat)
+    if flat.dtype.kind in "iub":
+        return tuple(int(v) for v in flat)
+    return tuple(v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v) for v in flat)
+
+
+def _stats(array: np.ndarray) -> dict[str, float] | None:
+    if array.dtype.kind != "f" or array.size == 0:
+        return None
+    data = array.astype(np.float64, copy=False)
+    return {
+        "min": float(data.min()),
+        "max": float(data.max()),
+        "mean": float(data.mean()),
+        "std": float(data.std()),
+    }
+
+
+def tensor_info(tensor: TensorProto, *, source: str = "initializer", with_stats: bool = False) -> TensorInfo:
+    """Describe a ``TensorProto`` without keeping its data.
+
+    Parameters
+    ----------
+    tensor : onnx.TensorProto
+        An initializer or the ``value`` of a ``Constant`` node.
+    source : str
+        ``"initializer"`` or ``"constant"``.
+    with_stats : bool
+        Compute min/max/mean/std of floating-point data (costs a pass over it).
+
+    Returns
+    -------
+    TensorInfo
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from onnx import numpy_helper
+    >>> tensor_info(numpy_helper.from_array(np.array([1, -1], np.int64), "shape")).values
+    (1, -1)
+    """
+    shape = tuple(int(d) for d in tensor.dims)
+    numel = math.prod(shape)
+    nbytes = math.ceil(numel * dtype_bits(tensor.data_type) / 8)
+    external = tensor.data_location == TensorProto.EXTERNAL
+    loaded = _has_data(tensor) or numel == 0
+    values = None
+    stats = None
+    if loaded and (numel <= SMALL_VALUE_LIMIT or with_stats):
+        try:
+            array = numpy_helper.to_array(tensor)
+        except Exception:  # exotic dtypes numpy cannot hold
+            array = None
+        if array is not None:
+            if numel <= SMALL_VALUE_LIMIT:
+                values = _small_values(array)
+            if with_stats:
+                stats = _stats(array)
+    if tensor.data_type == TensorProto.STRING:
+        nbytes = sum(len(s) for s in tensor.string_data)
+    return TensorInfo(
+        name=tensor.name,
+        shape=shape,
+        dtype=dtype_name(tensor.data_type),
+        numel=numel,
+        nbytes=nbytes,
+        source=source,
+        values=values,
+        external=external,
+        loaded=loaded,
+        stats=stats,
+    )
+
+
+def format_shape(shape: Sequence[Dim] | None) -> str:
+    """Format a shape for people: ``[batch, 3, 224, 224]``, ``?`` for unknown.
+
+    Examples
+    --------
+    >>> format_shape(("batch", 3, None)), format_shape(None)
+    ('[batch, 3, ?]', '?')
+    """
+    if shape is None:
+        return "?"
+    return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+__all__ += ["format_shape"]
