@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Install what is missing: a virtual environment in .venv holding the project
+# (editable) with the extras named in $1 (e.g. "test,torch"). Idempotent and
+# quick when nothing changed: a stamp records what was installed.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${VENV:-$ROOT/.venv}"
+PYTHON="${PYTHON:-python3}"
+EXTRAS="${1:-}"
+# PyTorch CPU build: this pin lies on the project machines' disk; a bare
+# 'torch' requirement would pull a multi-GB CUDA build from the index.
+TORCH_SPEC="${TORCH_SPEC:-torch==2.13.0}"
+
+stamp="$VENV/.onnx-explorer-installed"
+want="$(cat "$ROOT/pyproject.toml" "$ROOT/scripts/bootstrap.sh" | sha256sum | cut -c1-16) extras=$EXTRAS"
+if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
+    exit 0
+fi
+
+echo "== installing into $VENV (extras: ${EXTRAS:-none})"
+[[ -x "$VENV/bin/python" ]] || "$PYTHON" -m venv "$VENV"
+"$VENV/bin/python" -m pip install --quiet --upgrade pip
+if [[ ",$EXTRAS," == *",torch,"* ]]; then
+    "$VENV/bin/python" -m pip install --quiet "$TORCH_SPEC"
+fi
+"$VENV/bin/python" -m pip install --quiet -e "$ROOT${EXTRAS:+[$EXTRAS]}"
+echo "$want" > "$stamp"

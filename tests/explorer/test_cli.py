@@ -1,0 +1,92 @@
+"""The onnx-explorer command line, run as a user runs it (a subprocess) and in-process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import onnx
+import pytest
+
+from explorer.cli import main
+from tests.conftest import tiny_model
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "explorer.cli", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_info_json_of_a_file(tmp_path: Path) -> None:
+    path = tmp_path / "tiny.onnx"
+    onnx.save(tiny_model(), path)
+    done = run_cli("info", str(path), "--json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["nodes"] == 3
+    assert data["ops"] == dict(Counter(n.op_type for n in onnx.load(path).graph.node))
+    assert data["inputs"] == [{"name": "x", "dtype": "float32", "shape": ["batch", 4]}]
+    assert data["outputs"] == [{"name": "y", "dtype": "float32", "shape": ["batch", 3]}]
+    assert data["params"] == 15 and data["param_bytes"] == 60
+    assert data["opsets"] == {"ai.onnx": 17}
+    assert data["subgraphs"] == 0
+
+
+def test_info_text_of_a_zoo_model(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["info", "zoo:resnet18"]) == 0
+    out = capsys.readouterr().out
+    assert "Conv" in out and "69 in the main graph" in out and "[batch, 3, 224, 224]" in out
+
+
+def test_input_shape_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["info", "zoo:resnet18", "--json", "--input-shape", "input=2,3,224,224"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["inputs"][0]["shape"] == [2, 3, 224, 224]
+    assert data["outputs"][0]["shape"] == [2, 1000]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "no such file"),
+        (b"", "the file is empty"),
+        (b"\x08\x07garbage\xff\xff\xff", "not a valid ONNX protobuf"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_code_2(tmp_path: Path, content: bytes | None, message: str) -> None:
+    path = tmp_path / "bad.onnx"
+    if content is not None:
+        path.write_bytes(content)
+    done = run_cli("info", str(path))
+    assert done.returncode == 2
+    assert done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert str(path) in lines[0] and message in lines[0]
+    assert "Traceback" not in done.stderr
+
+
+def test_bad_input_shape_argument_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["info", "zoo:mlp", "--input-shape", "input=1,a"])
+    assert info.value.code == 2
+    assert "integers" in capsys.readouterr().err
+
+
+def test_unknown_input_name_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["info", "zoo:mlp", "--input-shape", "nope=1,2"]) == 2
+    assert "model's inputs are: input" in capsys.readouterr().err
+
+
+def test_console_script_is_installed() -> None:
+    script = Path(sys.executable).with_name("onnx-explorer")
+    if not script.exists():
+        pytest.skip("project not installed as a package in this interpreter")
+    done = subprocess.run(
+        [str(script), "info", "zoo:mlp", "--json"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0 and json.loads(done.stdout)["nodes"] == 6
