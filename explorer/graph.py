@@ -24,7 +24,8 @@ Examples
 
 from __future__ import annotations
 
-from collections import Counter
+import ast
+from collections import ChainMap, Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -49,6 +50,9 @@ __all__ = [
     "TypeTable",
     "build_graph",
     "iter_graphs",
+    "iter_graph_paths",
+    "declared_types",
+    "GraphPath",
     "constant_tensor",
 ]
 
@@ -62,7 +66,7 @@ CONSTANT_PREFIX = "const:"
 """Node-id prefix of initializers when constants are drawn as nodes."""
 
 TypeTable = Mapping[str, tuple[Shape | None, int]]
-"""Tensor name -> (shape, ONNX element type), as found by shape inference."""
+"""Tensor name -> (shape, ONNX element type) within one graph, as found by shape inference."""
 
 
 def iter_graphs(graph: GraphProto) -> Iterator[tuple[GraphProto, int]]:
@@ -84,6 +88,56 @@ def iter_graphs(graph: GraphProto) -> Iterator[tuple[GraphProto, int]]:
                     stack.append((attr.g, depth + 1))
                 elif attr.type == AttributeProto.GRAPHS:
                     stack.extend((g, depth + 1) for g in attr.graphs)
+
+
+GraphPath = tuple[tuple[int, str], ...]
+"""Where a subgraph sits: ``((node index, attribute key), ...)`` from the main graph (``()``)."""
+
+
+def iter_graph_paths(graph: GraphProto) -> Iterator[tuple[GraphPath, GraphProto]]:
+    """Yield ``(path, graph)`` for a graph and all its nested subgraphs, iteratively.
+
+    Examples
+    --------
+    >>> from explorer import zoo
+    >>> [path for path, _ in iter_graph_paths(zoo.build("control_flow").graph)][:2]
+    [(), ((6, 'body'),)]
+    """
+    stack: list[tuple[GraphPath, GraphProto]] = [((), graph)]
+    while stack:
+        path, current = stack.pop()
+        yield path, current
+        for index, node in enumerate(current.node):
+            for attr in node.attribute:
+                for key, sub in _subgraph_attrs(attr):
+                    stack.append(((*path, (index, key)), sub))
+
+
+def _subgraph_attrs(attr: AttributeProto) -> list[tuple[str, GraphProto]]:
+    if attr.type == AttributeProto.GRAPH:
+        return [(attr.name, attr.g)]
+    if attr.type == AttributeProto.GRAPHS:
+        return [(f"{attr.name}[{i}]", g) for i, g in enumerate(attr.graphs)]
+    return []
+
+
+def declared_types(graph: GraphProto) -> dict[str, tuple[Shape | None, int]]:
+    """Tensor name -> (shape, element type) as declared in one graph (I/O, value_info, initializers).
+
+    Examples
+    --------
+    >>> from explorer import zoo
+    >>> declared_types(zoo.build("mlp").graph)["input"]
+    (('batch', 1, 28, 28), 1)
+    """
+    table: dict[str, tuple[Shape | None, int]] = {}
+    for tensor in graph.initializer:
+        table[tensor.name] = (tuple(int(d) for d in tensor.dims), tensor.data_type)
+    for value in (*graph.input, *graph.output, *graph.value_info):
+        shape, elem_type = shape_from_type(value.type)
+        if value.name not in table or (table[value.name][0] is None and shape is not None):
+            table[value.name] = (shape, elem_type)
+    return table
 
 
 def constant_tensor(node: NodeProto) -> TensorProto | None:
@@ -381,16 +435,16 @@ class _Job:
     proto: GraphProto
     scope: _Scope | None
     depth: int
-    attach: tuple[ModelGraph, str, str] | None = None
+    path: tuple[tuple[int, str], ...] = ()
     label: str = "main graph"
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def _node_ids(nodes: list[NodeProto], reserved: set[str]) -> list[str]:
+def _node_ids(nodes: list[NodeProto], indices: list[int], reserved: set[str]) -> list[str]:
     counts = Counter(n.name for n in nodes)
     taken = set(reserved)
     ids: list[str] = []
-    for index, node in enumerate(nodes):
+    for index, node in zip(indices, nodes, strict=True):
         name = node.name
         if name and counts[name] == 1 and name not in taken:
             node_id = name
@@ -449,7 +503,7 @@ def _build_one(job: _Job, types: TypeTable, constants_as_nodes: bool, source: st
 
     inputs = [v for v in proto.input if v.name not in weights]
     reserved = {INPUT_PREFIX + v.name for v in inputs} | {OUTPUT_PREFIX + v.name for v in proto.output}
-    ids = _node_ids(drawn, reserved)
+    ids = _node_ids(drawn, indices, reserved)
 
     producer: dict[str, str] = {}
     for value in inputs:
@@ -561,7 +615,7 @@ def _build_one(job: _Job, types: TypeTable, constants_as_nodes: bool, source: st
                     "attributes": {a.name: _decode_attribute(a) for a in node.attribute},
                     "inputs": list(node.input),
                     "outputs": list(node.output),
-                    "scope": scope_of(node.name, node.output),
+                    "scope": _node_scope(node),
                     "weights": tuple(node_weights.values()),
                     "subgraphs": subgraph_attrs,
                 },
@@ -620,8 +674,25 @@ def _build_one(job: _Job, types: TypeTable, constants_as_nodes: bool, source: st
     graph.add_edges_from(edge_rows)
     _check_acyclic(graph, where)
     job.extra["scope"] = scope
-    job.extra["drawn"] = list(zip(ids, drawn, strict=True))
+    job.extra["drawn"] = list(zip(ids, indices, drawn, strict=True))
     return ModelGraph(graph, proto=proto, weights=weights, source=source, depth=job.depth)
+
+
+_TORCH_SCOPES = "pkg.torch.onnx.name_scopes"
+
+
+def _node_scope(node: NodeProto) -> tuple[str, ...]:
+    """Name scope from the node name, or from the dynamo exporter's metadata when names carry none."""
+    for prop in node.metadata_props:
+        if prop.key == _TORCH_SCOPES:
+            try:
+                parts = ast.literal_eval(prop.value)
+            except (ValueError, SyntaxError):
+                break
+            if isinstance(parts, list):
+                names = [str(p) for p in parts if p]
+                return tuple(names[:-1])
+    return scope_of(node.name, node.output)
 
 
 def _check_acyclic(graph: nx.MultiDiGraph, where: str) -> None:
@@ -639,7 +710,7 @@ def _check_acyclic(graph: nx.MultiDiGraph, where: str) -> None:
 def build_graph(
     model: ModelProto,
     *,
-    types: TypeTable | None = None,
+    types: Mapping[Any, Any] | None = None,
     constants_as_nodes: bool = False,
     source: str = "<model>",
 ) -> ModelGraph:
@@ -650,8 +721,11 @@ def build_graph(
     model : onnx.ModelProto
         The model; it is referenced, not copied, and never modified.
     types : mapping, optional
-        Tensor name -> (shape, element type), e.g. from shape inference; falls
-        back to the types declared in the model.
+        Graph path (see :func:`iter_graph_paths`) -> {tensor name -> (shape,
+        element type)}, e.g. from :func:`explorer.shape_inference.infer_types`;
+        a flat ``{name: (shape, type)}`` describes the main graph. Falls back
+        to the types declared in the model. Subgraphs see their enclosing
+        graphs' types for outer-scope names, and only those.
     constants_as_nodes : bool
         Draw ``Constant`` nodes as nodes instead of folding them into their consumers.
     source : str
@@ -679,35 +753,29 @@ def build_graph(
     >>> list(build_graph(helper.make_model(g)).nx.edges(keys=True))
     [('input:x', 'Neg#0', 'x'), ('Neg#0', 'output:y', 'y')]
     """
-    table: dict[str, tuple[Shape | None, int]] = dict(types or {})
-    for graph_proto, _ in iter_graphs(model.graph):
-        for value in (*graph_proto.input, *graph_proto.output, *graph_proto.value_info):
-            if value.name not in table or table[value.name][0] is None:
-                declared = shape_from_type(value.type)
-                if value.name not in table or declared[0] is not None:
-                    table[value.name] = declared
-        for tensor in graph_proto.initializer:
-            table.setdefault(tensor.name, (tuple(int(d) for d in tensor.dims), tensor.data_type))
+    flat = bool(types) and all(isinstance(k, str) for k in types)  # a flat table: the main graph
+    given: Mapping[Any, Any] = {(): types} if flat else (types or {})
+    tables: dict[GraphPath, ChainMap[str, tuple[Shape | None, int]]] = {}
+    for path, graph_proto in iter_graph_paths(model.graph):
+        own = {**declared_types(graph_proto), **dict(given.get(path, {}))}
+        parent = tables[path[:-1]] if path else None
+        tables[path] = ChainMap(own, *parent.maps) if parent is not None else ChainMap(own)
 
     root_job = _Job(model.graph, None, 0)
-    root = _build_one(root_job, table, constants_as_nodes, source)
+    root = _build_one(root_job, tables[()], constants_as_nodes, source)
     root.model = model
     stack: list[tuple[_Job, ModelGraph]] = [(root_job, root)]
     while stack:
         job, owner = stack.pop()
-        for node_id, node in job.extra.pop("drawn"):
+        for node_id, index, node in job.extra.pop("drawn"):
             for attr in node.attribute:
-                protos: list[tuple[str, GraphProto]] = []
-                if attr.type == AttributeProto.GRAPH:
-                    protos.append((attr.name, attr.g))
-                elif attr.type == AttributeProto.GRAPHS:
-                    protos.extend((f"{attr.name}[{i}]", g) for i, g in enumerate(attr.graphs))
-                for key, sub_proto in protos:
+                for key, sub_proto in _subgraph_attrs(attr):
                     label = f"{job.label} > {node_id}.{key}" if job.depth else f"{node_id}.{key}"
                     if len(label) > 200:
                         label = "..." + label[-197:]
-                    child_job = _Job(sub_proto, job.extra["scope"], job.depth + 1, label=label)
-                    child = _build_one(child_job, table, constants_as_nodes, source)
+                    path = (*job.path, (index, key))
+                    child_job = _Job(sub_proto, job.extra["scope"], job.depth + 1, path=path, label=label)
+                    child = _build_one(child_job, tables[path], constants_as_nodes, source)
                     owner.subgraphs.setdefault(node_id, {})[key] = child
                     stack.append((child_job, child))
         job.extra.clear()

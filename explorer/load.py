@@ -402,9 +402,8 @@ def _export_torch(module: Any, example_inputs: Any) -> ModelProto:
     with tempfile.TemporaryDirectory(prefix="onnx-explorer-export-") as tmp:
         target = Path(tmp) / "model.onnx"
         module.eval()
-        try:
-            with torch.no_grad():
-                torch.onnx.export(module, args, str(target), dynamo=False)
+        try:  # not under no_grad: it sends nn.Transformer* down fused kernels the exporter cannot export
+            torch.onnx.export(module, args, str(target), dynamo=False)
         except Exception as first:  # the TorchScript exporter is deprecated; try the dynamo one
             try:
                 torch.onnx.export(module, args, str(target), dynamo=True, external_data=False)

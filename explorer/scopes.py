@@ -52,6 +52,8 @@ def scope_of(name: str, outputs: Sequence[str] = ()) -> tuple[str, ...]:
     ('backbone', 'layer1', '0', 'conv1')
     >>> scope_of("p2o.Conv.3", ["conv2d_1.tmp_0"])
     ('conv2d_1',)
+    >>> scope_of("p2o.Shape.0", ["p2o.Shape.1"])
+    ()
     >>> scope_of("Relu_12")
     ()
     """
@@ -69,7 +71,8 @@ def scope_of(name: str, outputs: Sequence[str] = ()) -> tuple[str, ...]:
 
 
 def _paddle_scope(outputs: Sequence[str]) -> tuple[str, ...]:
+    """Scope from a Paddle output name (``conv2d_1.tmp_0`` -> ``conv2d_1``); helpers (``p2o.*``) get none."""
     for out in outputs:
-        if out:
+        if out and _PADDLE_TMP.search(out) and not out.startswith("p2o."):
             return (_PADDLE_TMP.sub("", out),)
     return ()

@@ -4,7 +4,7 @@ Examples
 --------
 >>> from explorer import zoo
 >>> types, notes = infer_types(zoo.build("mlp"))
->>> types["logits"][0]
+>>> types[()]["logits"][0]
 ('batch', 10)
 """
 
@@ -16,7 +16,7 @@ import io
 import onnx
 from onnx import ModelProto
 
-from .graph import iter_graphs
+from .graph import GraphPath, iter_graph_paths
 from .tensors import Shape, shape_from_type
 
 __all__ = ["infer_types", "unknown_tensors", "SYMBOLIC_FALLBACK_MAX_NODES", "PROTOBUF_LIMIT"]
@@ -28,17 +28,29 @@ PROTOBUF_LIMIT = 2**31 - 1
 """Protobuf cannot serialize a message larger than this; such models skip inference."""
 
 Types = dict[str, tuple[Shape | None, int]]
+PerGraphTypes = dict[GraphPath, Types]
 
 
-def _collect(model: ModelProto) -> Types:
-    types: Types = {}
-    for graph, _ in iter_graphs(model.graph):
+def _collect(model: ModelProto) -> PerGraphTypes:
+    """Declared types of every graph, keyed by graph path (names are scoped per graph)."""
+    tables: PerGraphTypes = {}
+    for path, graph in iter_graph_paths(model.graph):
+        types: Types = {}
         for value in (*graph.input, *graph.output, *graph.value_info):
             shape, elem_type = shape_from_type(value.type)
             old = types.get(value.name)
             if old is None or (old[0] is None and shape is not None):
                 types[value.name] = (shape, elem_type)
-    return types
+        tables[path] = types
+    return tables
+
+
+def _merge(into: PerGraphTypes, found: PerGraphTypes) -> None:
+    for path, table in found.items():
+        target = into.setdefault(path, {})
+        for name, value in table.items():
+            if name not in target or _score(value[0]) > _score(target[name][0]):
+                target[name] = value
 
 
 def _known(shape: Shape | None) -> bool:
@@ -59,7 +71,7 @@ def unknown_tensors(model: ModelProto, types: Types) -> list[str]:
     --------
     >>> from explorer import zoo
     >>> m = zoo.build("mlp")
-    >>> unknown_tensors(m, infer_types(m)[0])
+    >>> unknown_tensors(m, infer_types(m)[0][()])
     []
     """
     return [
@@ -70,7 +82,7 @@ def unknown_tensors(model: ModelProto, types: Types) -> list[str]:
     ]
 
 
-def infer_types(model: ModelProto) -> tuple[Types, list[str]]:
+def infer_types(model: ModelProto) -> tuple[PerGraphTypes, list[str]]:
     """Infer the shape and element type of every tensor the model can tell.
 
     Runs ``onnx.shape_inference`` with data propagation; where it leaves shapes
@@ -85,7 +97,8 @@ def infer_types(model: ModelProto) -> tuple[Types, list[str]]:
     Returns
     -------
     types : dict
-        Tensor name -> (shape, ONNX element type).
+        Graph path -> {tensor name -> (shape, ONNX element type)}; ``()`` is
+        the main graph (see :func:`explorer.graph.iter_graph_paths`).
     notes : list of str
         What fell back or failed, for the summary.
 
@@ -93,14 +106,14 @@ def infer_types(model: ModelProto) -> tuple[Types, list[str]]:
     --------
     >>> from explorer import zoo
     >>> types, notes = infer_types(zoo.build("resnet18"))
-    >>> types["logits"][0]
+    >>> types[()]["logits"][0]
     ('batch', 1000)
     """
     notes: list[str] = []
-    types = _collect(model)
+    tables = _collect(model)
     if model.ByteSize() >= PROTOBUF_LIMIT:
         notes.append("shape inference skipped: the model is over 2 GiB")
-        return types, notes
+        return tables, notes
     # Declared output shapes would stop inference from refining them (e.g. after
     # input_shapes fixed "batch"): infer with them cleared, then keep the better one.
     saved = [onnx.TypeProto() for _ in model.graph.output]
@@ -118,22 +131,21 @@ def infer_types(model: ModelProto) -> tuple[Types, list[str]]:
     finally:
         for kept, value in zip(saved, model.graph.output, strict=True):
             value.type.CopyFrom(kept)
-    for name, value in _collect(inferred).items():
-        if name not in types or _score(value[0]) > _score(types[name][0]):
-            types[name] = value
+    _merge(tables, _collect(inferred))
+    types = tables[()]
     missing = unknown_tensors(model, types)
     if not missing:
-        return types, notes
+        return tables, notes
     if len(model.graph.node) > SYMBOLIC_FALLBACK_MAX_NODES:
         notes.append(
             f"{len(missing)} tensors have unknown shapes; symbolic shape inference skipped "
             f"(over {SYMBOLIC_FALLBACK_MAX_NODES:,} nodes)"
         )
-        return types, notes
+        return tables, notes
     symbolic = _symbolic(inferred, notes)
     if symbolic is not None:
         filled = 0
-        for name, value in _collect(symbolic).items():
+        for name, value in _collect(symbolic).get((), {}).items():
             if (name not in types or not _known(types[name][0])) and _score(value[0]) > _score(
                 types.get(name, (None, 0))[0]
             ):
@@ -144,7 +156,7 @@ def infer_types(model: ModelProto) -> tuple[Types, list[str]]:
             f"onnx shape inference left {len(missing)} tensors unknown; ONNX Runtime's symbolic "
             f"inference resolved {filled}" + (f", {left} still unknown" if left else "")
         )
-    return types, notes
+    return tables, notes
 
 
 def _symbolic(model: ModelProto, notes: list[str]) -> ModelProto | None:
