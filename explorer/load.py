@@ -38,7 +38,7 @@ from .errors import (
     UnsupportedOpsetError,
 )
 from .graph import ModelGraph, build_graph, iter_graphs
-from .shape_inference import infer_types
+from .shape_inference import infer_types, infer_types_isolated
 from .tensors import dtype_bits
 
 __all__ = ["load", "read_model", "fix_input_shapes", "external_tensors", "ZOO_PREFIX"]
@@ -57,6 +57,7 @@ def load(
     example_inputs: Any = None,
     constants_as_nodes: bool = False,
     shape_inference: bool = True,
+    isolate: bool = True,
 ) -> ModelGraph:
     """Load an ONNX model into a ModelGraph.
 
@@ -79,6 +80,10 @@ def load(
     shape_inference : bool
         Run ONNX shape inference (with ONNX Runtime's symbolic shape inference
         as a fallback for what it leaves unknown).
+    isolate : bool
+        Run shape inference in the worker process (:mod:`explorer.worker`), so
+        a crash in onnx's C++ code becomes a note instead of killing the
+        kernel. ``False`` runs it in this process (faster for many tiny models).
 
     Returns
     -------
@@ -118,7 +123,7 @@ def load(
         fix_input_shapes(model, input_shapes, label)
     types: dict[str, Any] = {}
     if shape_inference:
-        types, inference_notes = infer_types(model)
+        types, inference_notes = infer_types_isolated(model) if isolate else infer_types(model)
         notes.extend(inference_notes)
     graph = build_graph(model, types=types, constants_as_nodes=constants_as_nodes, source=label)
     graph.notes.extend(notes)

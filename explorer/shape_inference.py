@@ -19,7 +19,14 @@ from onnx import ModelProto
 from .graph import GraphPath, iter_graph_paths
 from .tensors import Shape, shape_from_type
 
-__all__ = ["infer_types", "unknown_tensors", "SYMBOLIC_FALLBACK_MAX_NODES", "PROTOBUF_LIMIT"]
+__all__ = [
+    "infer_types",
+    "infer_types_isolated",
+    "infer_types_file",
+    "unknown_tensors",
+    "SYMBOLIC_FALLBACK_MAX_NODES",
+    "PROTOBUF_LIMIT",
+]
 
 SYMBOLIC_FALLBACK_MAX_NODES = 20_000
 """Above this many nodes the (pure-Python) symbolic fallback is skipped: it would take too long."""
@@ -160,6 +167,12 @@ def infer_types(model: ModelProto) -> tuple[PerGraphTypes, list[str]]:
 
 
 def _symbolic(model: ModelProto, notes: list[str]) -> ModelProto | None:
+    """ONNX Runtime's symbolic shape inference, keeping partial results.
+
+    Its public ``infer_shapes`` raises when some shapes stay unknown, after saving
+    a temp model (and external data) into the current folder; so the steps are
+    driven here, which keeps what it did find and writes nothing.
+    """
     try:
         from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
     except ImportError:
@@ -168,7 +181,12 @@ def _symbolic(model: ModelProto, notes: list[str]) -> ModelProto | None:
     sink = io.StringIO()
     try:
         with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
-            return SymbolicShapeInference.infer_shapes(model, auto_merge=True, guess_output_rank=True)
+            engine = SymbolicShapeInference(2**31 - 1, True, True, 0)
+            engine._preprocess(model)
+            while engine.run_:
+                engine._infer_impl()
+            engine._update_output_from_vi()
+            return engine.out_mp_
     except Exception as err:
         notes.append(f"ONNX Runtime's symbolic shape inference failed: {_first_line(err)}")
         return None
@@ -177,3 +195,46 @@ def _symbolic(model: ModelProto, notes: list[str]) -> ModelProto | None:
 def _first_line(err: BaseException) -> str:
     text = str(err).strip().splitlines()
     return f"{type(err).__name__}: {text[0] if text else ''}"[:300]
+
+
+def infer_types_file(path: str) -> tuple[PerGraphTypes, list[str]]:
+    """:func:`infer_types` of the model file at ``path`` (the form the worker runs).
+
+    Examples
+    --------
+    >>> import tempfile, os, onnx
+    >>> from explorer import zoo
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     onnx.save(zoo.build("mlp"), os.path.join(tmp, "m.onnx"))
+    ...     infer_types_file(os.path.join(tmp, "m.onnx"))[0][()]["logits"]
+    (('batch', 10), 1)
+    """
+    return infer_types(onnx.load(path, load_external_data=False))
+
+
+def infer_types_isolated(
+    model: ModelProto, *, timeout: float | None = None
+) -> tuple[PerGraphTypes, list[str]]:
+    """Run :func:`infer_types` in the worker process, so a crash in onnx's C++ inference is only a note.
+
+    onnx's shape inference has known segfaults on malformed models (e.g. a
+    GatherND whose indices have a dimension of -1). When the worker crashes,
+    times out or runs out of memory, the declared types are used and a note says why.
+
+    Examples
+    --------
+    >>> from explorer import zoo
+    >>> types, notes = infer_types_isolated(zoo.build("mlp"))
+    >>> types[()]["logits"][0], notes
+    (('batch', 10), [])
+    """
+    from . import worker
+    from .errors import WorkerError  # crashes, timeouts, out of memory
+
+    try:
+        return worker.run_on_model(infer_types_file, model, step="shape inference", timeout=timeout)
+    except (WorkerError, Exception) as err:
+        reason = getattr(err, "signal_name", None) or type(err).__name__
+        return _collect(model), [
+            f"shape inference failed in the worker ({reason}); shapes are the ones declared in the model"
+        ]

@@ -339,3 +339,19 @@ def test_external_data_length_not_matching_shape(tmp_path: Path) -> None:
     path.write_bytes(model.SerializeToString())
     with pytest.raises(ExternalDataError, match="100 bytes stored but shape"):
         load(path)
+
+
+# --- native crashes during loading -------------------------------------------------------------
+
+
+def test_a_model_that_crashes_onnx_shape_inference_still_loads(tmp_path: Path) -> None:
+    from tests.explorer.bad_models import gathernd_negative_dim
+
+    path = tmp_path / "gathernd.onnx"
+    onnx.save(gathernd_negative_dim(), path)
+    before = digest(path)
+    graph = load(path)  # onnx's inference segfaults on it: in the worker, that is a note
+    assert graph.summary().ops == {"GatherND": 1}
+    assert any("shape inference failed in the worker (SIGSEGV)" in note for note in graph.notes)
+    assert digest(path) == before
+    assert load("zoo:mlp").summary().nodes == 6  # and the next model loads
