@@ -1,0 +1,1 @@
+"""Browser tests: real JupyterLab pages driven by headless Chromium through Playwright."""
