@@ -18,6 +18,7 @@ import json
 import sys
 import traceback
 from collections.abc import Sequence
+from typing import Any
 
 from . import __version__
 from .errors import ExplorerError
@@ -86,6 +87,35 @@ def build_parser() -> argparse.ArgumentParser:
         help="do not read tensors stored in external files (structure only)",
     )
     info.set_defaults(handler=_info)
+
+    passes = commands.add_parser(
+        "passes",
+        help="run a pipeline of passes step by step and show what each changed",
+        description="Run passes one at a time; per step: changed?, time, nodes, op-count deltas, "
+        "added/removed/modified nodes, and the max abs output difference from the original (ONNX Runtime).",
+    )
+    passes.add_argument("model", metavar="MODEL", nargs="?", help="an .onnx file, or zoo:NAME")
+    passes.add_argument("--list", action="store_true", help="list every registered pass and exit")
+    passes.add_argument(
+        "--pipeline",
+        default="fuse_and_eliminate",
+        help="comma-separated pass names, e.g. onnxsim,fuse_bn_into_conv,ort:extended (default: %(default)s)",
+    )
+    passes.add_argument(
+        "--input-shape", action="append", type=parse_input_shape, default=[], metavar="NAME=D1,D2,..."
+    )
+    passes.add_argument("--json", action="store_true", help="print one JSON object")
+    passes.add_argument("-o", "--output", metavar="FILE", help="write the final model here (atomically)")
+    passes.add_argument("--no-verify", action="store_true", help="skip the ONNX Runtime output comparison")
+    passes.set_defaults(handler=_passes)
+
+    difference = commands.add_parser(
+        "diff", help="diff two model files: added, removed, modified nodes and fusions"
+    )
+    difference.add_argument("before", metavar="A", help="the first model (.onnx or zoo:NAME)")
+    difference.add_argument("after", metavar="B", help="the second model")
+    difference.add_argument("--json", action="store_true", help="print one JSON object")
+    difference.set_defaults(handler=_diff)
     return parser
 
 
@@ -100,6 +130,118 @@ def _info(args: argparse.Namespace) -> int:
         print(json.dumps(summary.to_dict()))
     else:
         print(summary.to_text())
+    return 0
+
+
+def _list_passes(as_json: bool) -> int:
+    from .passes import list_passes
+
+    passes = list_passes()
+    if as_json:
+        print(
+            json.dumps(
+                [
+                    {"name": p.name, "family": p.family, "kind": p.kind, "description": p.description}
+                    for p in passes
+                ]
+            )
+        )
+        return 0
+    family = None
+    for found in passes:
+        if found.family != family:
+            family = found.family
+            print(f"\n{family}")
+        first = found.description.split(". ")[0].strip().rstrip(".")
+        print(f"  {found.name:<40} {first[:100]}")
+    return 0
+
+
+def _progress(step: int, total: int, name: str) -> None:
+    print(f"[{step}/{total}] {name} ...", file=sys.stderr, flush=True)
+
+
+def _passes(args: argparse.Namespace) -> int:
+    if args.list:
+        return _list_passes(args.json)
+    if not args.model:
+        raise ExplorerError("passes needs a MODEL (or --list)")
+    from .timeline import run_pipeline
+
+    try:
+        timeline = run_pipeline(
+            args.model,
+            args.pipeline,
+            input_shapes=dict(args.input_shape) or None,
+            verify=not args.no_verify,
+            progress=None if args.json else _progress,
+        )
+    except KeyError as err:
+        raise ExplorerError(str(err).strip("'\"")) from None
+    if args.output:
+        from .io import save_model_atomic
+
+        save_model_atomic(timeline.snapshots[-1].graph.model, args.output)
+    if args.json:
+        print(json.dumps(timeline.to_dict()))
+    else:
+        print(_timeline_text(timeline))
+        if args.output:
+            print(f"wrote {args.output}")
+    failed = [s for s in timeline.snapshots if s.error]
+    if failed:
+        first = failed[0]
+        more = f" (and {len(failed) - 1} more failed steps)" if len(failed) > 1 else ""
+        print(
+            f"onnx-explorer: error: step {first.index} ({first.name}) failed: {first.error}{more}",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_INPUT
+    return 0
+
+
+def _timeline_text(timeline: Any) -> str:
+    header = (
+        f"{'#':>2}  {'pass':<34} {'changed':<7} {'ms':>9} {'nodes':>13}  "
+        f"{'+add':>5} {'-rem':>5} {'~mod':>5}  {'max|diff|':>9}  op deltas"
+    )
+    lines = [f"model: {timeline.source}", header]
+    for index in range(1, len(timeline)):
+        row = timeline.step_row(index)
+        deltas = ", ".join(f"{op} {n:+d}" for op, n in row["op_deltas"].items()) or "-"
+        drift = row["max_abs_diff"]
+        drift_text = "-" if drift is None else (drift if isinstance(drift, str) else f"{drift:.2e}")
+        nodes = f"{row['nodes_before']}->{row['nodes_after']}"
+        lines.append(
+            f"{index:>2}  {row['pass']:<34} {'yes' if row['changed'] else 'no':<7} {row['elapsed_ms']:>9.1f} "
+            f"{nodes:>13}  {row['added']:>5} {row['removed']:>5} {row['modified']:>5}  "
+            f"{drift_text:>9}  {deltas}"
+        )
+        if row["error"]:
+            lines.append(f"    error: {row['error']}")
+    return "\n".join(lines)
+
+
+def _diff(args: argparse.Namespace) -> int:
+    from .diff import diff
+
+    result = diff(load(args.before), load(args.after))
+    if args.json:
+        print(json.dumps(result.to_dict()))
+        return 0
+    counts = result.counts()
+    print(f"{args.before} -> {args.after}")
+    print(
+        f"added {counts['added']}, removed {counts['removed']}, modified {counts['modified']}, "
+        f"kept {counts['kept']}, fusions {counts['fusions']}; nodes {result.node_delta:+d}, "
+        f"params {result.param_delta:+d}, changed weight bytes {result.weight_bytes_changed:,}"
+    )
+    if result.op_deltas:
+        print("op deltas: " + ", ".join(f"{op} {n:+d}" for op, n in result.op_deltas.items()))
+    for fusion in result.fusions[:50]:
+        print(f"  {fusion.kind:<6} {fusion.pattern}  ({', '.join(fusion.sources)} -> {fusion.into})")
+    if len(result.fusions) > 50:
+        print(f"  ... {len(result.fusions) - 50} more")
     return 0
 
 

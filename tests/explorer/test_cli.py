@@ -90,3 +90,25 @@ def test_console_script_is_installed() -> None:
         [str(script), "info", "zoo:mlp", "--json"], capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0 and json.loads(done.stdout)["nodes"] == 6
+
+
+def test_info_of_a_model_that_crashes_native_code(tmp_path: Path) -> None:
+    from tests.explorer.bad_models import gathernd_negative_dim
+
+    path = tmp_path / "gathernd.onnx"
+    onnx.save(gathernd_negative_dim(), path)
+    done = run_cli("info", str(path), "--json")
+    assert done.returncode == 0, done.stderr
+    assert any("SIGSEGV" in note for note in json.loads(done.stdout)["notes"])
+
+
+def test_passes_step_crashing_natively_is_a_one_line_error_exit_2(tmp_path: Path) -> None:
+    from tests.explorer.bad_models import squeeze_without_input
+
+    path = tmp_path / "squeeze.onnx"
+    onnx.save(squeeze_without_input(), path)
+    done = run_cli("passes", str(path), "--pipeline", "fuse_consecutive_squeezes", "--no-verify")
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("onnx-explorer: error")]
+    assert len(errors) == 1 and "WorkerCrashed" in errors[0] and "SIGSEGV" in errors[0]

@@ -1,0 +1,40 @@
+"""Optimisation and rewrite passes on ONNX models, one step at a time.
+
+Every onnxoptimizer pass on its own (and its fuse-and-eliminate preset),
+onnxsim and its sub-stages, ONNX Runtime's offline graph optimisation levels
+and onnx's version converter, behind one :class:`~explorer.passes.base.Pass`
+protocol, listed in a registry with an explanation for learners.
+
+Examples
+--------
+>>> from explorer.passes import get_pass, pass_names
+>>> len(pass_names("onnxoptimizer")) > 40
+True
+>>> print(get_pass("ort:extended").description[:40])  # doctest: +ELLIPSIS
+ONNX Runtime...
+"""
+
+from __future__ import annotations
+
+from .base import FunctionPass, Pass, PassResult, models_differ
+from .registry import (
+    FAMILIES,
+    get_pass,
+    list_passes,
+    parse_pipeline,
+    pass_names,
+    passes_frame,
+)
+
+__all__ = [
+    "Pass",
+    "PassResult",
+    "FunctionPass",
+    "models_differ",
+    "FAMILIES",
+    "get_pass",
+    "list_passes",
+    "pass_names",
+    "passes_frame",
+    "parse_pipeline",
+]

@@ -1,0 +1,386 @@
+"""The native work of each pass, as top-level functions that run inside the worker process.
+
+Each takes the input model's path first and ``out_path=`` last (see
+:func:`explorer.worker.run_on_model`), writes the new model there and returns
+log lines. They import the native libraries lazily, so the parent process
+never loads onnxoptimizer, onnxsim or ONNX Runtime's optimiser for a pass.
+
+Examples
+--------
+>>> import tempfile, os, onnx
+>>> from explorer import zoo
+>>> with tempfile.TemporaryDirectory() as tmp:
+...     src, dst = os.path.join(tmp, "in.onnx"), os.path.join(tmp, "out.onnx")
+...     onnx.save(zoo.build("resnet18"), src)
+...     log = onnxoptimizer_step(src, ["fuse_bn_into_conv"], out_path=dst)
+...     len(onnx.load(dst).graph.node)
+49
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import onnx
+
+__all__ = [
+    "onnxoptimizer_step",
+    "fold_constants",
+    "count_or_zero",
+    "CLEANUP_PASSES",
+    "FOLDABLE_OPS",
+    "FOLD_MAX_BYTES",
+    "onnxsim_step",
+    "ort_optimize_step",
+    "version_convert_step",
+    "save_model",
+    "LARGE_MODEL_BYTES",
+    "PORTABILITY_SKIPS",
+]
+
+PORTABILITY_SKIPS = ("fuse_attention", "fuse_gqa")
+"""onnxsim optimizers that emit ONNX Runtime-only contrib ops; skipped unless ``portable=False``."""
+
+LARGE_MODEL_BYTES = 1_800_000_000
+"""Models above this size are saved with their tensors in an external file."""
+
+
+def save_model(model: onnx.ModelProto, path: str) -> None:
+    """Save ``model`` to ``path``, with external data next to it when it is too big for one protobuf.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> from explorer import zoo
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     save_model(zoo.build("mlp"), os.path.join(tmp, "m.onnx"))
+    ...     sorted(os.listdir(tmp))
+    ['m.onnx']
+    """
+    import os
+
+    big = model.ByteSize() > LARGE_MODEL_BYTES
+    onnx.save_model(
+        model,
+        path,
+        save_as_external_data=big,
+        all_tensors_to_one_file=True,
+        location=os.path.basename(path) + ".data" if big else None,
+    )
+
+
+CLEANUP_PASSES = ("eliminate_deadend", "eliminate_unused_initializer")
+"""Run after a single onnxoptimizer pass (when ``cleanup``) so dead nodes it leaves do not show."""
+
+FOLDABLE_OPS = frozenset(
+    {
+        *("Abs", "Add", "Cast", "Ceil", "Concat", "Div", "Equal", "Exp", "Expand", "Flatten", "Floor"),
+        *("Gather", "Greater", "Identity", "Less", "Log", "Max", "Min", "Mul", "Neg", "Not", "Pow"),
+        *("Range", "Reciprocal", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum"),
+        *("Reshape", "Shape", "Size", "Slice", "Split", "Sqrt", "Squeeze", "Sub", "Tile", "Transpose"),
+        *("Unsqueeze", "Where"),
+    }
+)
+"""Standard ops evaluated when all their inputs are constants (deterministic, no subgraphs)."""
+
+FOLD_MAX_BYTES = 64 * 2**20
+"""A constant node whose output would exceed this stays a node."""
+
+
+def fold_constants(model: onnx.ModelProto) -> int:
+    """Evaluate nodes whose inputs are all initializers and turn their outputs into initializers, in place.
+
+    onnxoptimizer's fusions (e.g. ``fuse_bn_into_conv``) write the new weights as
+    arithmetic on the old ones (Cast/Add/Sqrt/Div/Mul/...); folding it shows the
+    fused weights as they really end up. Uses onnx's reference evaluator, node
+    by node, main graph only. Returns the number of folded nodes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from onnx import helper, numpy_helper, TensorProto
+    >>> g = helper.make_graph(
+    ...     [helper.make_node("Add", ["a", "a"], ["b"]), helper.make_node("Mul", ["x", "b"], ["y"])], "g",
+    ...     [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+    ...     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+    ...     [numpy_helper.from_array(np.ones(2, np.float32), "a")])
+    >>> m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    >>> fold_constants(m), [n.op_type for n in m.graph.node], m.graph.initializer[-1].name
+    (1, ['Mul'], 'b')
+    """
+    import numpy as np
+    from onnx import numpy_helper
+    from onnx.reference import ReferenceEvaluator
+
+    graph = model.graph
+    values: dict[str, np.ndarray] = {}
+    initializers = {t.name: t for t in graph.initializer}
+    outputs = {v.name for v in graph.output}
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 17)
+    kept: list[onnx.NodeProto] = []
+    folded = 0
+    for node in graph.node:
+        constant_inputs = all(not name or name in initializers for name in node.input)
+        if (
+            node.domain in ("", "ai.onnx")
+            and node.op_type in FOLDABLE_OPS
+            and node.input
+            and constant_inputs
+            and not any(o in outputs for o in node.output)
+        ):
+            try:
+                for name in node.input:
+                    if name and name not in values:
+                        values[name] = numpy_helper.to_array(initializers[name])
+                single = onnx.helper.make_model(
+                    onnx.helper.make_graph(
+                        [node],
+                        "fold",
+                        [
+                            onnx.helper.make_tensor_value_info(n, initializers[n].data_type, None)
+                            for n in node.input
+                            if n
+                        ],
+                        [onnx.helper.make_empty_tensor_value_info(o) for o in node.output],
+                    ),
+                    opset_imports=[onnx.helper.make_opsetid("", opset)],
+                )
+                results = ReferenceEvaluator(single).run(None, {n: values[n] for n in node.input if n})
+            except Exception:
+                kept.append(node)
+                continue
+            if sum(np.asarray(r).nbytes for r in results) > FOLD_MAX_BYTES:
+                kept.append(node)
+                continue
+            for name, result in zip(node.output, results, strict=False):
+                array = np.asarray(result)
+                values[name] = array
+                tensor = numpy_helper.from_array(array, name)
+                graph.initializer.append(tensor)
+                initializers[name] = tensor
+            folded += 1
+            continue
+        kept.append(node)
+    if folded:
+        del graph.node[:]
+        graph.node.extend(kept)
+    return folded
+
+
+def _has_value_info(model: onnx.ModelProto) -> bool:
+    from ..graph import iter_graphs
+
+    return any(len(graph.value_info) for graph, _ in iter_graphs(model.graph))
+
+
+def _drop_inferred_value_info(model: onnx.ModelProto, had: bool) -> None:
+    """Remove the shapes our own inference added, so a pass that did nothing leaves the model as it was."""
+    from ..graph import iter_graphs
+
+    if not had:
+        for graph, _ in iter_graphs(model.graph):
+            del graph.value_info[:]
+
+
+def onnxoptimizer_step(
+    path: str,
+    passes: Sequence[str],
+    fixed_point: bool = False,
+    cleanup: bool = True,
+    fold: bool = True,
+    *,
+    out_path: str,
+) -> list[str]:
+    """Run onnxoptimizer ``passes`` on the model at ``path``; write the result to ``out_path``.
+
+    Shape inference runs first (several passes only fire on tensors whose
+    shape or type is known). With ``fold``, arithmetic a fusion left on
+    constants is evaluated (:func:`fold_constants`); with ``cleanup``, dead
+    nodes and unused initializers the pass left behind are removed.
+
+    Examples
+    --------
+    >>> onnxoptimizer_step.__defaults__
+    (False, True, True)
+    """
+    import onnxoptimizer
+
+    model = onnx.load(path)
+    had_value_info = _has_value_info(model)
+    log = [
+        f"onnxoptimizer {onnxoptimizer.__version__}: {', '.join(passes)}"
+        + (" (fixed point)" if fixed_point else "")
+    ]
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
+    except Exception as err:
+        inferred = model
+        log.append(
+            f"shape inference before the pass failed ({type(err).__name__}); "
+            "shape-based rewrites may not fire"
+        )
+    optimized = onnxoptimizer.optimize(inferred, list(passes), fixed_point)
+    if fold:
+        count = fold_constants(optimized)
+        if count:
+            log.append(f"folded {count} nodes computing on constants into initializers")
+    if cleanup and count_or_zero(optimized, model):
+        optimized = onnxoptimizer.optimize(optimized, list(CLEANUP_PASSES), False)
+        log.append("removed what the pass left unused (" + ", ".join(CLEANUP_PASSES) + ")")
+    _drop_inferred_value_info(optimized, had_value_info)
+    save_model(optimized, out_path)
+    return log
+
+
+def count_or_zero(optimized: onnx.ModelProto, original: onnx.ModelProto) -> bool:
+    """Whether the pass touched the graph (so a clean-up may be due).
+
+    Examples
+    --------
+    >>> from explorer import zoo
+    >>> count_or_zero(zoo.build("mlp"), zoo.build("mlp"))
+    False
+    """
+    if len(optimized.graph.node) != len(original.graph.node):
+        return True
+    return [n.SerializeToString() for n in optimized.graph.node] != [
+        n.SerializeToString() for n in original.graph.node
+    ]
+
+
+def _fixed_shapes(
+    model: onnx.ModelProto, given: Mapping[str, Sequence[int]] | None
+) -> tuple[dict, list[str]]:
+    """Input shapes for onnxsim: the given ones, and defaults for symbolic dims of the rest.
+
+    The defaults are those of :func:`explorer.runtimes.compare.symbolic_dim_default` (1 for
+    batch-like names, else 32), so the verification's random inputs fit the fixed model.
+    """
+    from ..runtimes.compare import symbolic_dim_default
+
+    shapes: dict[str, list[int]] = {k: list(v) for k, v in (given or {}).items()}
+    log: list[str] = []
+    initializers = {t.name for t in model.graph.initializer}
+    for value in model.graph.input:
+        if value.name in shapes or value.name in initializers:
+            continue
+        dims = value.type.tensor_type.shape.dim
+        if any(not d.HasField("dim_value") for d in dims):
+            shapes[value.name] = [
+                d.dim_value if d.HasField("dim_value") else symbolic_dim_default(d.dim_param or None)
+                for d in dims
+            ]
+            log.append(
+                f"input {value.name!r}: dynamic dims fixed -> {shapes[value.name]} "
+                "(pass input_shapes to choose)"
+            )
+    return shapes, log
+
+
+def onnxsim_step(
+    path: str,
+    mode: str = "full",
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    portable: bool = True,
+    *,
+    out_path: str,
+) -> list[str]:
+    """Run onnxsim on the model at ``path``; write the result to ``out_path``.
+
+    Parameters
+    ----------
+    path : str
+        The input model.
+    mode : {"full", "constant_folding", "shape_ops"}
+        ``full``: the whole simplifier (with ``input_shapes`` when given).
+        ``constant_folding``: folding and shape inference only, dynamic dims kept.
+        ``shape_ops``: folding with every input dim fixed (given, or 1 for batch
+        dims and 32 for other symbolic dims), so Shape/Gather/Concat chains become constants.
+    input_shapes : mapping, optional
+        Input name -> shape to fix.
+    portable : bool
+        Skip onnxsim's fusions into ONNX Runtime contrib ops (``com.microsoft::Attention``,
+        ``GroupQueryAttention``), which only ONNX Runtime runs.
+    out_path : str
+        Where to write the simplified model.
+
+    Examples
+    --------
+    >>> onnxsim_step.__defaults__
+    ('full', None, True)
+    """
+    import onnxsim
+
+    model = onnx.load(path)
+    log: list[str] = []
+    kwargs: dict = {"check_n": 0}
+    if portable:
+        kwargs["skipped_optimizers"] = list(PORTABILITY_SKIPS)
+    if mode == "full":
+        if input_shapes:
+            kwargs["overwrite_input_shapes"] = {k: list(v) for k, v in input_shapes.items()}
+    elif mode == "constant_folding":
+        kwargs["perform_optimization"] = False
+    elif mode == "shape_ops":
+        shapes, log = _fixed_shapes(model, input_shapes)
+        kwargs["perform_optimization"] = False
+        if shapes:
+            kwargs["overwrite_input_shapes"] = shapes
+    else:
+        raise ValueError(f"unknown onnxsim mode {mode!r}; use full, constant_folding or shape_ops")
+    simplified, ok = onnxsim.simplify(model, **kwargs)
+    save_model(simplified, out_path)
+    return [*log, f"onnxsim {mode}: check {'passed' if ok else 'FAILED'}"]
+
+
+def ort_optimize_step(path: str, level: str, *, out_path: str) -> list[str]:
+    """Optimise the model with ONNX Runtime's offline graph optimisation at ``level``.
+
+    Parameters
+    ----------
+    path : str
+        The input model.
+    level : {"basic", "extended", "layout", "all"}
+        The ``GraphOptimizationLevel``.
+    out_path : str
+        Where ONNX Runtime saves the optimised model (``optimized_model_filepath``).
+
+    Examples
+    --------
+    >>> ort_optimize_step.__name__
+    'ort_optimize_step'
+    """
+    import onnxruntime as ort
+
+    levels = {
+        "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+        "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+        "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+    }
+    if hasattr(ort.GraphOptimizationLevel, "ORT_ENABLE_LAYOUT"):
+        levels["layout"] = ort.GraphOptimizationLevel.ORT_ENABLE_LAYOUT
+    if level not in levels:
+        raise ValueError(f"unknown ONNX Runtime level {level!r}; use one of {', '.join(levels)}")
+    options = ort.SessionOptions()
+    options.graph_optimization_level = levels[level]
+    options.optimized_model_filepath = out_path
+    options.log_severity_level = 3
+    ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    return [f"onnxruntime {ort.__version__}: {level} level on CPUExecutionProvider"]
+
+
+def version_convert_step(path: str, opset: int, *, out_path: str) -> list[str]:
+    """Convert the model at ``path`` to ``opset`` with onnx's version converter.
+
+    Examples
+    --------
+    >>> version_convert_step.__name__
+    'version_convert_step'
+    """
+    from onnx import version_converter
+
+    model = onnx.load(path)
+    before = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
+    converted = version_converter.convert_version(model, int(opset))
+    save_model(converted, out_path)
+    return [f"opset {before} -> {opset}"]

@@ -1,0 +1,297 @@
+"""The registry of every available pass, with its family and its explanation for learners.
+
+Names:
+
+- every onnxoptimizer pass under its own name (``fuse_bn_into_conv``; also
+  ``onnxoptimizer:fuse_bn_into_conv``), and the preset ``fuse_and_eliminate``;
+- ``onnxsim`` and its sub-stages ``onnxsim:constant_folding`` and ``onnxsim:shape_ops``;
+- ``ort:basic``, ``ort:extended``, ``ort:layout`` (where ONNX Runtime has it), ``ort:all``;
+- ``version_converter`` (parameter ``opset``; ``opset:13`` is a shorthand).
+
+Examples
+--------
+>>> from explorer.passes import registry
+>>> registry.get_pass("opset:13").parameters["opset"]
+13
+>>> "fuse_bn_into_conv" in registry.pass_names("onnxoptimizer")
+True
+"""
+
+from __future__ import annotations
+
+import functools
+import tempfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import onnx
+from onnx import ModelProto
+
+from .. import worker
+from . import descriptions, native_steps
+from .base import FunctionPass
+
+__all__ = [
+    "FAMILIES",
+    "get_pass",
+    "pass_names",
+    "list_passes",
+    "passes_frame",
+    "parse_pipeline",
+    "PipelineItem",
+    "DEFAULT_PASS_TIMEOUT",
+]
+
+FAMILIES = ("onnxoptimizer", "onnxsim", "ort", "onnx")
+"""Pass families, in the order the registry lists them."""
+
+DEFAULT_PASS_TIMEOUT = 600.0
+"""Seconds a native pass may run before the worker stops it."""
+
+PipelineItem = str | tuple[str, Mapping[str, Any]]
+"""A pipeline step: a pass name, or ``(name, parameters)``."""
+
+
+def _in_worker(
+    step: Callable[..., list[str]], model: ModelProto, *args: Any, label: str, timeout: float | None
+) -> tuple[ModelProto, list[str]]:
+    """Run a native step on ``model`` in the worker; load the model it wrote."""
+    with tempfile.TemporaryDirectory(prefix="onnx-explorer-pass-") as tmp:
+        out = Path(tmp) / "out.onnx"
+        log = worker.run_on_model(step, model, *args, output=out, step=label, timeout=timeout)
+        return onnx.load(str(out)), list(log)
+
+
+def _onnxoptimizer_runner(passes: Sequence[str], label: str) -> Callable[..., tuple[ModelProto, list[str]]]:
+    def run(model: ModelProto, params: Mapping[str, Any]) -> tuple[ModelProto, list[str]]:
+        return _in_worker(
+            native_steps.onnxoptimizer_step,
+            model,
+            list(passes),
+            bool(params.get("fixed_point", False)),
+            bool(params.get("cleanup", True)),
+            bool(params.get("fold", True)),
+            label=label,
+            timeout=params.get("timeout", DEFAULT_PASS_TIMEOUT),
+        )
+
+    return run
+
+
+def _onnxsim_runner(mode: str, label: str) -> Callable[..., tuple[ModelProto, list[str]]]:
+    def run(model: ModelProto, params: Mapping[str, Any]) -> tuple[ModelProto, list[str]]:
+        shapes = params.get("input_shapes")
+        return _in_worker(
+            native_steps.onnxsim_step,
+            model,
+            mode,
+            dict(shapes) if shapes else None,
+            bool(params.get("portable", True)),
+            label=label,
+            timeout=params.get("timeout", DEFAULT_PASS_TIMEOUT),
+        )
+
+    return run
+
+
+def _ort_runner(level: str, label: str) -> Callable[..., tuple[ModelProto, list[str]]]:
+    def run(model: ModelProto, params: Mapping[str, Any]) -> tuple[ModelProto, list[str]]:
+        return _in_worker(
+            native_steps.ort_optimize_step,
+            model,
+            level,
+            label=label,
+            timeout=params.get("timeout", DEFAULT_PASS_TIMEOUT),
+        )
+
+    return run
+
+
+def _version_runner(model: ModelProto, params: Mapping[str, Any]) -> tuple[ModelProto, list[str]]:
+    return _in_worker(
+        native_steps.version_convert_step,
+        model,
+        int(params["opset"]),
+        label="version_converter",
+        timeout=params.get("timeout", DEFAULT_PASS_TIMEOUT),
+    )
+
+
+def _ort_levels() -> list[str]:
+    import onnxruntime as ort
+
+    levels = ["basic", "extended"]
+    if hasattr(ort.GraphOptimizationLevel, "ORT_ENABLE_LAYOUT"):
+        levels.append("layout")
+    return [*levels, "all"]
+
+
+@functools.cache
+def _registry() -> dict[str, FunctionPass]:
+    import onnxoptimizer
+
+    passes: dict[str, FunctionPass] = {}
+    base = {"timeout": DEFAULT_PASS_TIMEOUT}
+    for name in onnxoptimizer.get_available_passes():
+        passes[name] = FunctionPass(
+            name,
+            "onnxoptimizer",
+            descriptions.ONNXOPTIMIZER.get(name, f"onnxoptimizer pass {name}."),
+            _onnxoptimizer_runner([name], name),
+            {**base, "fixed_point": False, "cleanup": True, "fold": True},
+            kind=descriptions.ONNXOPTIMIZER_KIND.get(name, "rewrite"),
+        )
+    preset = onnxoptimizer.get_fuse_and_elimination_passes()
+    passes["fuse_and_eliminate"] = FunctionPass(
+        "fuse_and_eliminate",
+        "onnxoptimizer",
+        descriptions.ONNXOPTIMIZER["fuse_and_eliminate"],
+        _onnxoptimizer_runner(preset, "fuse_and_eliminate"),
+        {**base, "fixed_point": True, "cleanup": False, "fold": True},
+        kind="fuse",
+    )
+    for key, mode in (
+        ("onnxsim", "full"),
+        ("onnxsim:constant_folding", "constant_folding"),
+        ("onnxsim:shape_ops", "shape_ops"),
+    ):
+        passes[key] = FunctionPass(
+            key,
+            "onnxsim",
+            descriptions.ONNXSIM[key],
+            _onnxsim_runner(mode, key),
+            {**base, "input_shapes": None, "portable": True},
+            kind="simplify",
+        )
+    for level in _ort_levels():
+        key = f"ort:{level}"
+        passes[key] = FunctionPass(
+            key,
+            "ort",
+            descriptions.ORT.get(key, f"ONNX Runtime {level} graph optimisation level."),
+            _ort_runner(level, key),
+            dict(base),
+            kind="fuse",
+        )
+    passes["version_converter"] = FunctionPass(
+        "version_converter",
+        "onnx",
+        descriptions.VERSION_CONVERTER["version_converter"],
+        _version_runner,
+        {**base, "opset": onnx.defs.onnx_opset_version()},
+        kind="convert",
+    )
+    return passes
+
+
+def get_pass(name: str, **parameters: Any) -> FunctionPass:
+    """Return the pass registered as ``name``, with ``parameters`` applied.
+
+    Parameters
+    ----------
+    name : str
+        A registry name; ``onnxoptimizer:NAME`` and ``opset:N`` are accepted too.
+    **parameters
+        Parameters to change (e.g. ``input_shapes`` for onnxsim, ``opset``).
+
+    Raises
+    ------
+    KeyError
+        The name is not registered; the message suggests close names.
+
+    Examples
+    --------
+    >>> get_pass("ort:extended").family
+    'ort'
+    """
+    registry = _registry()
+    if name.startswith("opset:"):
+        try:
+            return registry["version_converter"].with_parameters(
+                opset=int(name.split(":", 1)[1]), **parameters
+            )
+        except ValueError:
+            raise KeyError(f"{name!r}: the opset must be an integer, e.g. opset:13") from None
+    if name.startswith("onnxoptimizer:") and name.split(":", 1)[1] in registry:
+        name = name.split(":", 1)[1]
+    if name not in registry:
+        import difflib
+
+        close = difflib.get_close_matches(name, registry, n=3)
+        hint = (
+            f"; did you mean {', '.join(close)}?" if close else "; `onnx-explorer passes --list` lists them"
+        )
+        raise KeyError(f"no pass named {name!r}{hint}")
+    found = registry[name]
+    return found.with_parameters(**parameters) if parameters else found
+
+
+def pass_names(family: str | None = None) -> list[str]:
+    """Names of the registered passes, optionally of one family.
+
+    Examples
+    --------
+    >>> pass_names("ort")[:2]
+    ['ort:basic', 'ort:extended']
+    """
+    return [n for n, p in _registry().items() if family is None or p.family == family]
+
+
+def list_passes() -> list[FunctionPass]:
+    """Every registered pass, grouped by family in :data:`FAMILIES` order.
+
+    Examples
+    --------
+    >>> len(list_passes()) >= 48 + 1 + 3 + 3 + 1
+    True
+    """
+    passes = list(_registry().values())
+    return sorted(passes, key=lambda p: FAMILIES.index(p.family))
+
+
+def passes_frame() -> Any:
+    """The registry as a DataFrame: name, family, kind, description.
+
+    Examples
+    --------
+    >>> passes_frame().columns.tolist()
+    ['name', 'family', 'kind', 'description']
+    """
+    import pandas as pd
+
+    return pd.DataFrame(
+        [
+            {"name": p.name, "family": p.family, "kind": p.kind, "description": p.description}
+            for p in list_passes()
+        ]
+    )
+
+
+def parse_pipeline(pipeline: str | Iterable[PipelineItem], **shared: Any) -> list[FunctionPass]:
+    """Turn ``"onnxsim,fuse_bn_into_conv,ort:extended"`` (or a list) into passes.
+
+    Parameters
+    ----------
+    pipeline : str or iterable
+        Comma-separated names, or a list of names / ``(name, parameters)``.
+    **shared
+        Parameters given to every pass that takes them (e.g. ``input_shapes``).
+
+    Examples
+    --------
+    >>> [p.name for p in parse_pipeline("onnxsim, fuse_bn_into_conv,opset:13")]
+    ['onnxsim', 'fuse_bn_into_conv', 'version_converter']
+    """
+    items: list[PipelineItem] = (
+        [part.strip() for part in pipeline.split(",") if part.strip()]
+        if isinstance(pipeline, str)
+        else list(pipeline)
+    )
+    passes = []
+    for item in items:
+        name, params = (item, {}) if isinstance(item, str) else (item[0], dict(item[1]))
+        found = get_pass(name, **params)
+        applicable = {k: v for k, v in shared.items() if k in found.parameters and v is not None}
+        passes.append(found.with_parameters(**applicable) if applicable else found)
+    return passes

@@ -1,0 +1,426 @@
+"""Timeline: run a pipeline of passes and keep a snapshot of the graph after each step.
+
+One type serves ONNX-level passes now and TVM / IREE lowering later, so one
+stepper widget can walk any of them. Snapshot 0 is the model as loaded; each
+later snapshot holds the graph after one pass, whether it changed anything, how
+long it took, and (when verification is on) the largest output difference from
+the original model on random inputs in ONNX Runtime. Steps that changed nothing
+re-use the previous snapshot's graph, so they cost nothing to keep.
+
+Examples
+--------
+>>> from explorer.timeline import run_pipeline
+>>> t = run_pipeline("zoo:resnet18", "eliminate_identity,fuse_bn_into_conv", verify=False)
+>>> [(s.name, s.changed) for s in t.snapshots]
+[('original', False), ('eliminate_identity', False), ('fuse_bn_into_conv', True)]
+>>> t.diff(2).op_deltas
+{'BatchNormalization': -20}
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .diff import GraphDiff, diff
+from .errors import ExplorerError
+from .graph import ModelGraph
+from .load import load
+from .passes.base import Pass
+from .passes.registry import PipelineItem, parse_pipeline
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["Snapshot", "Timeline", "run_pipeline", "StepProgress"]
+
+StepProgress = Callable[[int, int, str], object]
+"""Progress callback: ``(step number from 1, number of steps, pass name)``, called before each step."""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The model after one step.
+
+    Attributes
+    ----------
+    index : int
+        Position in the timeline (0 = as loaded).
+    name : str
+        The pass (``"original"`` for snapshot 0).
+    family : str
+        The pass family (``""`` for snapshot 0).
+    description : str
+        The pass's explanation for learners.
+    graph : ModelGraph
+        The graph after this step (the previous one, re-used, when nothing changed).
+    changed : bool
+        Whether the pass changed the model.
+    elapsed : float
+        Seconds the pass took.
+    nodes, params : int
+        Node-list length and parameter count after the step.
+    log : tuple of str
+        Messages from the pass.
+    max_abs_diff : float or None
+        Largest output difference from the original on random inputs (ONNX
+        Runtime); ``None`` when not verified, ``inf`` when outputs differ in
+        shape or the model no longer runs.
+    error : str or None
+        Why the pass failed (the graph is then the previous one).
+    """
+
+    index: int
+    name: str
+    family: str
+    description: str
+    graph: ModelGraph = field(repr=False)
+    changed: bool
+    elapsed: float
+    nodes: int
+    params: int
+    log: tuple[str, ...] = ()
+    max_abs_diff: float | None = None
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON-ready facts of the step (without the graph).
+
+        Examples
+        --------
+        >>> from explorer.timeline import run_pipeline
+        >>> run_pipeline("zoo:mlp", [], verify=False).snapshots[0].to_dict()["pass"]
+        'original'
+        """
+        return {
+            "index": self.index,
+            "pass": self.name,
+            "family": self.family,
+            "changed": self.changed,
+            "elapsed_ms": round(self.elapsed * 1000, 3),
+            "nodes": self.nodes,
+            "params": self.params,
+            "log": list(self.log),
+            "max_abs_diff": _json_float(self.max_abs_diff),
+            "error": self.error,
+        }
+
+
+def _json_float(value: float | None) -> float | str | None:
+    if value is None:
+        return None
+    return "inf" if math.isinf(value) else value
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """The snapshots of a pipeline run, with the diff between consecutive ones.
+
+    Attributes
+    ----------
+    snapshots : tuple of Snapshot
+        Snapshot 0 is the model as loaded; one more per pass.
+    source : str
+        Where the model came from.
+    """
+
+    snapshots: tuple[Snapshot, ...]
+    source: str
+    _diffs: dict[int, GraphDiff] = field(default_factory=dict, repr=False, compare=False)
+
+    def __len__(self) -> int:
+        return len(self.snapshots)
+
+    def __getitem__(self, index: int) -> Snapshot:
+        return self.snapshots[index]
+
+    def steps(self, hide_unchanged: bool = False) -> list[int]:
+        """Indices of the steps to show; with ``hide_unchanged``, steps that changed nothing are left out.
+
+        Examples
+        --------
+        >>> from explorer.timeline import run_pipeline
+        >>> run_pipeline("zoo:mlp", "eliminate_identity", verify=False).steps(hide_unchanged=True)
+        [0]
+        """
+        return [s.index for s in self.snapshots if s.index == 0 or s.changed or not hide_unchanged]
+
+    def diff(self, index: int, against: int | None = None) -> GraphDiff:
+        """The diff from snapshot ``against`` (default: the one before) to snapshot ``index``; cached.
+
+        Examples
+        --------
+        >>> from explorer.timeline import run_pipeline
+        >>> run_pipeline("zoo:mlp", "eliminate_identity", verify=False).diff(1).is_empty
+        True
+        """
+        if not 0 < index < len(self.snapshots) and not (index == 0 and against is not None):
+            raise IndexError(
+                f"snapshot {index} has no previous step (the timeline has {len(self)} snapshots)"
+            )
+        base = index - 1 if against is None else against
+        key = index if against is None else -(index * len(self.snapshots) + base + 1)
+        if key not in self._diffs:
+            self._diffs[key] = diff(self.snapshots[base].graph, self.snapshots[index].graph)
+        return self._diffs[key]
+
+    def step_row(self, index: int) -> dict[str, Any]:
+        """The facts of step ``index`` (>= 1) as ``onnx-explorer passes --json`` prints them.
+
+        Examples
+        --------
+        >>> from explorer.timeline import run_pipeline
+        >>> sorted(run_pipeline("zoo:mlp", "eliminate_identity", verify=False).step_row(1))[:4]
+        ['added', 'changed', 'elapsed_ms', 'error']
+        """
+        snap, before = self.snapshots[index], self.snapshots[index - 1]
+        counts = self.diff(index).counts()
+        return {
+            "pass": snap.name,
+            "family": snap.family,
+            "changed": snap.changed,
+            "elapsed_ms": round(snap.elapsed * 1000, 3),
+            "nodes_before": before.nodes,
+            "nodes_after": snap.nodes,
+            "op_deltas": dict(self.diff(index).op_deltas),
+            "added": counts["added"],
+            "removed": counts["removed"],
+            "modified": counts["modified"],
+            "fusions": counts["fusions"],
+            "max_abs_diff": _json_float(snap.max_abs_diff),
+            "error": snap.error,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"source", "original", "steps": [...]}``, the ``onnx-explorer passes --json`` object.
+
+        Examples
+        --------
+        >>> from explorer.timeline import run_pipeline
+        >>> run_pipeline("zoo:mlp", [], verify=False).to_dict()["steps"]
+        []
+        """
+        return {
+            "source": self.source,
+            "original": self.snapshots[0].to_dict(),
+            "steps": [self.step_row(i) for i in range(1, len(self.snapshots))],
+        }
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per step: pass, changed, time, nodes before/after, op deltas, diff counts, max_abs_diff.
+
+        Examples
+        --------
+        >>> from explorer.timeline import run_pipeline
+        >>> run_pipeline("zoo:mlp", "eliminate_identity", verify=False).to_frame()["pass"].tolist()
+        ['eliminate_identity']
+        """
+        import pandas as pd
+
+        rows = []
+        for i in range(1, len(self.snapshots)):
+            row = self.step_row(i)
+            row["op_deltas"] = ", ".join(f"{op} {n:+d}" for op, n in row["op_deltas"].items())
+            rows.append(row)
+        columns = [
+            "pass",
+            "family",
+            "changed",
+            "elapsed_ms",
+            "nodes_before",
+            "nodes_after",
+            "op_deltas",
+            "added",
+            "removed",
+            "modified",
+            "fusions",
+            "max_abs_diff",
+            "error",
+        ]
+        return pd.DataFrame(rows, columns=columns)
+
+
+def _reference_outputs(graph: ModelGraph, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray] | None:
+    from .runtimes.ort import run_onnxruntime
+
+    try:
+        return run_onnxruntime(graph.model, feeds, optimization="disabled")
+    except Exception:
+        return None
+
+
+def _graph_inputs(model: Any) -> list[str]:
+    initializers = {t.name for t in model.graph.initializer}
+    return [v.name for v in model.graph.input if v.name not in initializers]
+
+
+def _verify(
+    graph: ModelGraph, feeds: Mapping[str, np.ndarray], reference: Sequence[np.ndarray] | None
+) -> float | None:
+    from .runtimes.compare import max_abs_diff
+    from .runtimes.ort import run_onnxruntime
+
+    if reference is None:
+        return None
+    # inputs are matched by position: passes such as rename_input_output rename them
+    values = list(feeds.values())
+    names = _graph_inputs(graph.model)
+    if len(names) != len(values):
+        return float("inf")
+    try:
+        outputs = run_onnxruntime(graph.model, dict(zip(names, values, strict=True)), optimization="disabled")
+    except Exception:
+        return float("inf")
+    return max_abs_diff(reference, outputs)
+
+
+def run_pipeline(
+    source: Any,
+    pipeline: str | Iterable[PipelineItem | Pass],
+    *,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    verify: bool = True,
+    seed: int = 0,
+    progress: StepProgress | None = None,
+    stop_on_error: bool = False,
+) -> Timeline:
+    """Run passes one after another and keep a snapshot after each.
+
+    Parameters
+    ----------
+    source : ModelGraph or anything :func:`explorer.load` accepts
+        The model to start from (never modified).
+    pipeline : str or iterable
+        ``"onnxsim,fuse_bn_into_conv,ort:extended"``, or a list of names,
+        ``(name, parameters)`` pairs or :class:`~explorer.passes.base.Pass` objects.
+    input_shapes : mapping, optional
+        Fixed input shapes: used when loading, given to passes that take them
+        (onnxsim) and to the random inputs of the verification.
+    verify : bool
+        Run the original and every changed snapshot on random inputs in ONNX
+        Runtime (in the worker) and record the largest output difference.
+    seed : int
+        Seed of the random inputs.
+    progress : callable, optional
+        Called as ``progress(step, total, name)`` before each step.
+    stop_on_error : bool
+        Raise the first pass error instead of recording it and going on.
+
+    Returns
+    -------
+    Timeline
+
+    Examples
+    --------
+    >>> t = run_pipeline("zoo:mlp", "fuse_matmul_add_bias_into_gemm", verify=True)
+    >>> t[1].max_abs_diff
+    0.0
+    """
+    graph = source if isinstance(source, ModelGraph) else load(source, input_shapes=input_shapes)
+    if graph.model is None:
+        raise ValueError("run_pipeline needs a top-level graph (one with a ModelProto), not a subgraph")
+    shared = {"input_shapes": dict(input_shapes)} if input_shapes else {}
+    if isinstance(pipeline, str):
+        passes: list[Pass] = list(parse_pipeline(pipeline, **shared))
+    else:
+        passes = [
+            item if isinstance(item, Pass) else parse_pipeline([item], **shared)[0] for item in pipeline
+        ]
+
+    summary = graph.summary()
+    snapshots = [
+        Snapshot(0, "original", "", "The model as loaded.", graph, False, 0.0, summary.nodes, summary.params)
+    ]
+    feeds: dict[str, np.ndarray] = {}
+    reference = None
+    if verify:
+        from .runtimes.compare import random_feeds
+
+        feeds = random_feeds(graph.model, input_shapes, seed)
+        reference = _reference_outputs(graph, feeds)
+        snapshots[0] = Snapshot(
+            0,
+            "original",
+            "",
+            "The model as loaded.",
+            graph,
+            False,
+            0.0,
+            summary.nodes,
+            summary.params,
+            max_abs_diff=0.0 if reference is not None else None,
+            log=() if reference is not None else ("the original model does not run in ONNX Runtime",),
+        )
+    current = graph
+    current_diff = snapshots[0].max_abs_diff
+    for step, pass_ in enumerate(passes, start=1):
+        if progress is not None:
+            progress(step, len(passes), pass_.name)
+        try:
+            result = pass_.run(current.model)
+        except Exception as err:  # any pass failure is recorded on its step (KeyboardInterrupt is not caught)
+            if stop_on_error:
+                raise
+            message = f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}"
+            snapshots.append(
+                Snapshot(
+                    step,
+                    pass_.name,
+                    pass_.family,
+                    pass_.description,
+                    current,
+                    False,
+                    0.0,
+                    snapshots[-1].nodes,
+                    snapshots[-1].params,
+                    (),
+                    current_diff,
+                    message[:500],
+                )
+            )
+            continue
+        if result.modified:
+            try:
+                current = load(result.model, input_shapes=None)
+            except ExplorerError as err:
+                if stop_on_error:
+                    raise
+                snapshots.append(
+                    Snapshot(
+                        step,
+                        pass_.name,
+                        pass_.family,
+                        pass_.description,
+                        current,
+                        False,
+                        result.elapsed,
+                        snapshots[-1].nodes,
+                        snapshots[-1].params,
+                        result.log,
+                        current_diff,
+                        f"the pass produced a model that does not load: {err}",
+                    )
+                )
+                continue
+            current_diff = _verify(current, feeds, reference) if verify else None
+        summary = current.summary()
+        snapshots.append(
+            Snapshot(
+                step,
+                pass_.name,
+                pass_.family,
+                pass_.description,
+                current,
+                result.modified,
+                result.elapsed,
+                summary.nodes,
+                summary.params,
+                result.log,
+                current_diff,
+            )
+        )
+    return Timeline(tuple(snapshots), graph.source)
