@@ -112,3 +112,49 @@ def test_passes_step_crashing_natively_is_a_one_line_error_exit_2(tmp_path: Path
     assert "Traceback" not in done.stderr
     errors = [line for line in done.stderr.splitlines() if line.startswith("onnx-explorer: error")]
     assert len(errors) == 1 and "WorkerCrashed" in errors[0] and "SIGSEGV" in errors[0]
+
+
+def test_passes_json_contract_and_output_file(tmp_path: Path) -> None:
+    out = tmp_path / "optimized.onnx"
+    done = run_cli(
+        "passes", "zoo:resnet18", "--pipeline", "fuse_bn_into_conv,ort:basic", "--json", "-o", str(out)
+    )
+    assert done.returncode == 0, done.stderr
+    steps = json.loads(done.stdout)["steps"]
+    assert [s["pass"] for s in steps] == ["fuse_bn_into_conv", "ort:basic"]
+    first = steps[0]
+    assert first["changed"] is True and first["nodes_before"] == 69 and first["nodes_after"] == 49
+    assert first["op_deltas"] == {"BatchNormalization": -20}
+    assert first["removed"] == 20 and first["modified"] == 20 and first["added"] == 0
+    assert 0 <= first["max_abs_diff"] < 1e-3
+    assert onnx.load(out).graph.node  # written, and a valid model
+    assert not list(tmp_path.glob(".optimized.onnx.*"))  # no temp file left behind
+
+
+def test_passes_text_and_list(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["passes", "--list"]) == 0
+    listing = capsys.readouterr().out
+    assert "fuse_bn_into_conv" in listing and "ort:extended" in listing and "onnxsim" in listing
+    assert main(["passes", "zoo:mlp", "--pipeline", "eliminate_identity", "--no-verify"]) == 0
+    assert "eliminate_identity" in capsys.readouterr().out
+
+
+def test_passes_unknown_pass_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["passes", "zoo:mlp", "--pipeline", "fuse_bn_into_cnv"]) == 2
+    assert "did you mean fuse_bn_into_conv" in capsys.readouterr().err
+
+
+def test_diff_two_files(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.onnx", tmp_path / "b.onnx"
+    assert (
+        main(["passes", "zoo:resnet18", "--pipeline", "fuse_bn_into_conv", "--no-verify", "-o", str(b)]) == 0
+    )
+    from explorer import zoo
+
+    onnx.save(zoo.build("resnet18"), a)
+    done = run_cli("diff", str(a), str(b), "--json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["removed"] == 20 and data["modified"] == 20 and data["added"] == 0
+    assert data["op_deltas"] == {"BatchNormalization": -20}
+    assert len(data["fusions"]) == 20 and data["fusions"][0]["pattern"] == "Conv + BatchNormalization -> Conv"
