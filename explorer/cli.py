@@ -109,6 +109,19 @@ def build_parser() -> argparse.ArgumentParser:
     passes.add_argument("--no-verify", action="store_true", help="skip the ONNX Runtime output comparison")
     passes.set_defaults(handler=_passes)
 
+    report = commands.add_parser(
+        "report",
+        help="write a self-contained HTML report (summary, op histogram, graph; steps with --pipeline)",
+    )
+    report.add_argument("model", metavar="MODEL", help="an .onnx file, or zoo:NAME")
+    report.add_argument("-o", "--output", metavar="FILE", required=True, help="the .html file to write")
+    report.add_argument("--pipeline", help="passes to run and report step by step, e.g. onnxsim,ort:extended")
+    report.add_argument(
+        "--input-shape", action="append", type=parse_input_shape, default=[], metavar="NAME=D1,D2,..."
+    )
+    report.add_argument("--expanded", action="store_true", help="draw every node (no collapsed name scopes)")
+    report.set_defaults(handler=_report)
+
     difference = commands.add_parser(
         "diff", help="diff two model files: added, removed, modified nodes and fusions"
     )
@@ -220,6 +233,23 @@ def _timeline_text(timeline: Any) -> str:
         if row["error"]:
             lines.append(f"    error: {row['error']}")
     return "\n".join(lines)
+
+
+def _report(args: argparse.Namespace) -> int:
+    from .report import save
+
+    try:
+        path = save(
+            args.model,
+            args.output,
+            pipeline=args.pipeline,
+            input_shapes=dict(args.input_shape) or None,
+            collapse=None if args.expanded else "auto",
+        )
+    except KeyError as err:
+        raise ExplorerError(str(err).strip("'\"")) from None
+    print(f"wrote {path} ({path.stat().st_size / 2**20:.1f} MiB); open it in any browser, no network needed")
+    return 0
 
 
 def _diff(args: argparse.Namespace) -> int:

@@ -1,15 +1,14 @@
 """Notebook widgets of onnx-graph-explorer (the only package that imports ipywidgets).
 
-The graph view and the pass stepper arrive with later work; this package is the
-place for them.
-
 Examples
 --------
->>> import widgets
->>> widgets.__all__
-[]
+>>> from widgets import GraphView
+>>> GraphView("zoo:mlp").graph.summary().nodes
+6
 """
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from .graph_view import GraphView
+
+__all__ = ["GraphView"]

@@ -1,0 +1,203 @@
+"""A static, self-contained HTML report of a model: summary, op histogram, the graph, pipeline steps.
+
+plotly.js is bundled inline once, so the file opens with no network (teaching
+sessions, bug reports, machines without Jupyter). Labels appear when you zoom
+in far enough, as in the notebook view. The file is written atomically.
+
+Examples
+--------
+>>> import tempfile, os
+>>> with tempfile.TemporaryDirectory() as tmp:
+...     path = save("zoo:mlp", os.path.join(tmp, "mlp.html"))
+...     text = path.read_text()
+>>> "plotly" in text and "Gemm" in text
+True
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import plotly.io as pio
+
+from . import __version__
+from .figures import (
+    LABEL_LIMIT,
+    LABELS,
+    NODES,
+    diff_overlay,
+    graph_figure,
+    op_histogram_figure,
+    timeline_figure,
+)
+from .graph import ModelGraph
+from .io import write_text_atomic
+from .layout import auto_collapse, layered
+from .load import load
+
+__all__ = ["build_html", "save", "LABEL_TOGGLE_JS"]
+
+LABEL_TOGGLE_JS = (
+    """
+(function () {
+  var gd = document.getElementById('{plot_id}');
+  if (!gd) { return; }
+  function update() {
+    var xr = gd._fullLayout.xaxis.range, yr = gd._fullLayout.yaxis.range;
+    var nodes = gd.data[%(nodes)d], n = 0;
+    for (var i = 0; i < nodes.x.length; i++) {
+      if (nodes.x[i] >= Math.min(xr[0], xr[1]) && nodes.x[i] <= Math.max(xr[0], xr[1]) &&
+          nodes.y[i] >= Math.min(yr[0], yr[1]) && nodes.y[i] <= Math.max(yr[0], yr[1])) { n++; }
+    }
+    var show = n <= %(limit)d;
+    if (gd.data[%(labels)d].visible !== show) { Plotly.restyle(gd, {visible: show}, [%(labels)d]); }
+  }
+  gd.on('plotly_relayout', update);
+  update();
+})();
+""".replace("%(nodes)d", str(NODES))
+    .replace("%(labels)d", str(LABELS))
+    .replace("%(limit)d", str(LABEL_LIMIT))
+)
+"""Shows op labels in the report's graph once few enough nodes are in view (plotly's ``post_script``)."""
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 16px 24px; color: #222; }
+h1 { font-size: 20px; } h2 { font-size: 16px; margin-top: 24px; }
+table { border-collapse: collapse; font-size: 13px; }
+td, th { border-bottom: 1px solid #ddd; padding: 2px 10px 2px 0; text-align: left; vertical-align: top; }
+pre { background: #f6f6f6; padding: 8px; font-size: 12px; overflow-x: auto; }
+.oge-footer { color: #888; font-size: 12px; margin-top: 24px; }
+"""
+
+
+def _figure_html(fig: Any, include_plotlyjs: bool, div_id: str, post_script: str | None = None) -> str:
+    return pio.to_html(
+        fig,
+        include_plotlyjs=include_plotlyjs,
+        full_html=False,
+        div_id=div_id,
+        post_script=post_script,
+        config={"scrollZoom": True, "displaylogo": False},
+    )
+
+
+def _steps_table(timeline: Any) -> str:
+    frame = timeline.to_frame()
+    return frame.to_html(index=False, border=0, classes="oge-steps", na_rep="")
+
+
+def build_html(
+    graph: ModelGraph,
+    *,
+    title: str | None = None,
+    timeline: Any = None,
+    collapse: Any = "auto",
+) -> str:
+    """Build the report's HTML text for a graph (and, optionally, the pipeline run on it).
+
+    Parameters
+    ----------
+    graph : ModelGraph
+        The model.
+    title : str, optional
+        Page title (default: the model's source).
+    timeline : Timeline, optional
+        A pipeline run: adds the per-step table, the node-count chart, and the
+        final graph coloured by its diff against the original.
+    collapse : int, scopes, None or "auto"
+        Collapse of the graph drawing.
+
+    Examples
+    --------
+    >>> from explorer import load
+    >>> text = build_html(load("zoo:mlp"))
+    >>> text.startswith("<!DOCTYPE html>"), "oge-summary" in text
+    (True, True)
+    """
+    summary = graph.summary()
+    title = title or f"onnx-graph-explorer: {graph.source}"
+    depth = auto_collapse(graph) if collapse == "auto" else collapse
+    layout = layered(graph, collapse=depth)
+    parts = [
+        "<!DOCTYPE html>",
+        f'<html><head><meta charset="utf-8"><title>{html.escape(title)}</title>',
+        f"<style>{_STYLE}</style></head><body>",
+        f"<h1>{html.escape(title)}</h1>",
+        '<h2>Summary</h2><pre class="oge-summary">' + html.escape(summary.to_text()) + "</pre>",
+        _figure_html(op_histogram_figure(summary), True, "oge-ops"),
+        "<h2>Graph</h2><p>Drag to pan, scroll to zoom, hover a node for its shapes and weights.</p>",
+        _figure_html(graph_figure(graph, layout, height=800), False, "oge-graph", LABEL_TOGGLE_JS),
+    ]
+    if timeline is not None and len(timeline) > 1:
+        final = timeline.snapshots[-1]
+        overlay = diff_overlay(timeline.diff(len(timeline) - 1, against=0))
+        final_layout = layered(
+            final.graph, collapse=auto_collapse(final.graph) if collapse == "auto" else collapse
+        )
+        parts += [
+            "<h2>Pipeline</h2>",
+            _steps_table(timeline),
+            _figure_html(timeline_figure(timeline), False, "oge-timeline"),
+            "<h2>After the pipeline</h2><p>Colour: added green, changed amber, fused purple, kept grey.</p>",
+            _figure_html(
+                graph_figure(final.graph, final_layout, overlay, height=800),
+                False,
+                "oge-final",
+                LABEL_TOGGLE_JS,
+            ),
+        ]
+    parts.append(
+        f'<div class="oge-footer">onnx-graph-explorer {__version__}; '
+        f"summary JSON:<pre>{html.escape(json.dumps(summary.to_dict(), indent=1))}</pre></div></body></html>"
+    )
+    return "\n".join(parts)
+
+
+def save(
+    source: ModelGraph | Any,
+    path: str | os.PathLike[str],
+    *,
+    pipeline: str | Sequence[Any] | None = None,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    title: str | None = None,
+    collapse: Any = "auto",
+) -> Path:
+    """Write a self-contained HTML report of a model (atomically) and return its path.
+
+    Parameters
+    ----------
+    source : ModelGraph or anything :func:`explorer.load` accepts
+        The model.
+    path : path
+        Where to write the ``.html`` file.
+    pipeline : str or list, optional
+        Passes to run and report step by step (see :func:`explorer.timeline.run_pipeline`).
+    input_shapes : mapping, optional
+        Fixed input shapes for loading and the passes.
+    title : str, optional
+        Page title.
+    collapse : int, scopes, None or "auto"
+        Collapse of the graph drawings.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     out = save("zoo:resnet18", os.path.join(tmp, "r.html"), pipeline="fuse_bn_into_conv")
+    ...     out.stat().st_size > 10**6
+    True
+    """
+    graph = source if isinstance(source, ModelGraph) else load(source, input_shapes=input_shapes)
+    timeline = None
+    if pipeline:
+        from .timeline import run_pipeline
+
+        timeline = run_pipeline(graph, pipeline, input_shapes=input_shapes)
+    text = build_html(graph, title=title, timeline=timeline, collapse=collapse)
+    return write_text_atomic(text, path)

@@ -1,0 +1,441 @@
+"""GraphView: an interactive graph of a model in a notebook (plotly FigureWidget + details panel).
+
+Click a node to see everything about it; click a box (a collapsed name scope)
+to expand it in place; search by name or op type; colour by op type, name
+scope, kind or any overlay (diff status, partition, latency). Subgraphs of
+``If`` / ``Loop`` / ``Scan`` open from the details panel. Every interaction
+is one ``batch_update`` round trip. The figure itself comes from
+:func:`explorer.figures.graph_figure`; this class only wires state and events.
+
+Examples
+--------
+>>> from widgets import GraphView
+>>> view = GraphView("zoo:mlp")
+>>> view.select("/fc1/Gemm")
+>>> "Gemm" in view.details.value
+True
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import ipywidgets as w
+import plotly.graph_objects as go
+
+from explorer import load
+from explorer.details import details_html, node_details
+from explorer.figures import COLOR_BY, LABEL_LIMIT, LABELS, NODES, graph_figure
+from explorer.graph import ModelGraph
+from explorer.layout import GROUP_PREFIX, Layout, auto_collapse, collapse_group, expand, layered
+
+__all__ = ["GraphView"]
+
+_CSS = """
+<style>
+.oge-details table { border-collapse: collapse; font-size: 12px; margin: 2px 0 6px 0; }
+.oge-details td { border-bottom: 1px solid #eee; padding: 1px 6px 1px 0; vertical-align: top; }
+.oge-details code { font-size: 11px; }
+.oge-panel { overflow-y: auto; }
+</style>
+"""
+
+
+class GraphView(w.VBox):
+    """An interactive view of one ModelGraph.
+
+    Parameters
+    ----------
+    graph : ModelGraph or anything :func:`explorer.load` accepts
+        The model (``"zoo:resnet18"``, a path, a ModelProto...).
+    collapse : int, iterable of scopes, None or "auto"
+        Name scopes drawn as boxes; ``"auto"`` collapses big graphs to a few hundred boxes.
+    color_by : str
+        ``"op_type"``, ``"scope"``, ``"kind"`` or the name of an overlay.
+    overlays : mapping, optional
+        Name -> {node id -> category or value}: extra colourings in the menu.
+    height : int
+        Height of the graph in pixels.
+
+    Attributes
+    ----------
+    figure : plotly.graph_objects.FigureWidget
+        The graph.
+    details : ipywidgets.HTML
+        The details panel (CSS class ``oge-details``).
+    selected : str or None
+        The selected item.
+    layout_ : Layout
+        The current layout.
+
+    Examples
+    --------
+    >>> view = GraphView("zoo:resnet18", collapse=1)
+    >>> any(item.startswith("scope:") for item in view.layout_.positions)
+    True
+    """
+
+    def __init__(
+        self,
+        graph: ModelGraph | Any,
+        *,
+        collapse: Any = "auto",
+        color_by: str = "op_type",
+        overlays: Mapping[str, Mapping[str, Any]] | None = None,
+        palettes: Mapping[str, Mapping[str, str]] | None = None,
+        height: int = 650,
+    ) -> None:
+        self.graph = graph if isinstance(graph, ModelGraph) else load(graph)
+        self.overlays: dict[str, Mapping[str, Any]] = dict(overlays or {})
+        self.palettes: dict[str, Mapping[str, str]] = dict(palettes or {})
+        self.selected: str | None = None
+        self.height = height
+        self._stack: list[tuple[ModelGraph, Layout, str]] = []
+        self._matches: list[str] = []
+        self._match_index = 0
+        self._on_select: list[Callable[[str], Any]] = []
+        depth = auto_collapse(self.graph) if collapse == "auto" else collapse
+        self.layout_ = layered(self.graph, collapse=depth)
+
+        self.figure = go.FigureWidget(self._figure(color_by))
+        self.figure.data[NODES].on_click(self._clicked)
+        self.figure.layout.on_change(self._zoomed, "xaxis.range", "yaxis.range")
+
+        self.color_menu = w.Dropdown(
+            options=[*COLOR_BY, *self.overlays],
+            value=color_by,
+            description="colour",
+            layout=w.Layout(width="210px"),
+        )
+        self.color_menu.observe(self._recolor, names="value")
+        self.search = w.Text(
+            placeholder="find: name or op type", continuous_update=False, layout=w.Layout(width="230px")
+        )
+        self.search.add_class("oge-search")
+        self.search.observe(self._searched, names="value")
+        self.next_match = w.Button(description="next", layout=w.Layout(width="60px"))
+        self.next_match.on_click(lambda _: self._goto_match(self._match_index + 1))
+        self.collapse_button = w.Button(description="collapse all", layout=w.Layout(width="100px"))
+        self.collapse_button.on_click(
+            lambda _: self.set_collapse(auto_collapse(self.graph, max_items=60) or 1)
+        )
+        self.expand_button = w.Button(description="expand all", layout=w.Layout(width="90px"))
+        self.expand_button.on_click(lambda _: self.set_collapse(None))
+        self.back_button = w.Button(
+            description="back to parent", layout=w.Layout(width="120px", display="none")
+        )
+        self.back_button.on_click(lambda _: self.close_subgraph())
+        self.status = w.HTML()
+        self.status.add_class("oge-status")
+        self.details = w.HTML("<i>click a node to see its details</i>")
+        self.details.add_class("oge-details-panel")
+        self.subgraph_buttons = w.HBox()
+        panel = w.VBox(
+            [w.HTML(_CSS), self.details, self.subgraph_buttons],
+            layout=w.Layout(width="36%", max_height=f"{height}px", overflow_y="auto"),
+        )
+        panel.add_class("oge-panel")
+        toolbar = w.HBox(
+            [
+                self.search,
+                self.next_match,
+                self.color_menu,
+                self.collapse_button,
+                self.expand_button,
+                self.back_button,
+            ]
+        )
+        super().__init__(
+            [toolbar, self.status, w.HBox([w.Box([self.figure], layout=w.Layout(width="64%")), panel])]
+        )
+        self.add_class("oge-graph-view")
+        self._update_status()
+
+    # -- drawing -------------------------------------------------------------------------------
+
+    def _overlay(self, color_by: str) -> tuple[Mapping[str, Any] | None, Mapping[str, str] | None]:
+        if color_by in self.overlays:
+            return self.overlays[color_by], self.palettes.get(color_by)
+        return None, None
+
+    def _figure(self, color_by: str) -> go.Figure:
+        overlay, palette = self._overlay(color_by)
+        return graph_figure(
+            self.graph,
+            self.layout_,
+            overlay,
+            color_by=color_by if color_by in COLOR_BY else "op_type",
+            palette=palette,
+            height=self.height,
+            selected=self.selected,
+        )
+
+    def refresh(self, keep_view: bool = True) -> None:
+        """Redraw every trace from the current layout, overlay and selection in one round trip.
+
+        Examples
+        --------
+        >>> view = GraphView("zoo:mlp")
+        >>> view.refresh()
+        """
+        new = self._figure(self.color_menu.value if hasattr(self, "color_menu") else "op_type")
+        with self.figure.batch_update():
+            for index, trace in enumerate(new.data):
+                self.figure.data[index].update(trace.to_plotly_json(), overwrite=True)
+            if not keep_view:
+                self.figure.layout.xaxis.range = new.layout.xaxis.range
+                self.figure.layout.yaxis.range = new.layout.yaxis.range
+        if hasattr(self, "status"):
+            self._update_status()
+
+    def _update_status(self) -> None:
+        summary = self.graph.summary() if self.graph.model is not None else None
+        where = f"subgraph <code>{html.escape(self._stack[-1][2])}</code> of " if self._stack else ""
+        nodes = summary.nodes if summary else len(self.graph)
+        boxes = len(self.layout_.groups)
+        self.status.value = (
+            f"<span>{where}{html.escape(self.graph.source)}: {nodes} nodes, "
+            f"{len(self.layout_.positions)} items drawn"
+            + (f" ({boxes} collapsed scopes)" if boxes else "")
+            + "</span>"
+        )
+
+    # -- events --------------------------------------------------------------------------------
+
+    def _clicked(self, trace: Any, points: Any, state: Any) -> None:
+        if not points.point_inds:
+            return
+        item = trace.customdata[points.point_inds[0]]
+        if item.startswith(GROUP_PREFIX) and item in self.layout_.groups:
+            self.expand(item)
+        else:
+            self.select(item)
+
+    def _recolor(self, change: dict[str, Any]) -> None:
+        self.refresh()
+
+    def _zoomed(self, layout: Any, x_range: Any, y_range: Any) -> None:
+        if not x_range or not y_range:
+            return
+        (x0, x1), (y0, y1) = sorted(x_range), sorted(y_range)
+        in_view = sum(1 for x, y in self.layout_.positions.values() if x0 <= x <= x1 and y0 <= y <= y1)
+        show = in_view <= LABEL_LIMIT
+        if self.figure.data[LABELS].visible != show:
+            self.figure.data[LABELS].visible = show
+
+    def _searched(self, change: dict[str, Any]) -> None:
+        self.find(change["new"])
+
+    # -- public API ----------------------------------------------------------------------------
+
+    def on_select(self, callback: Callable[[str], Any]) -> None:
+        """Call ``callback(node_id)`` whenever a node is selected (by click, search or code).
+
+        Examples
+        --------
+        >>> view = GraphView("zoo:mlp")
+        >>> seen = []
+        >>> view.on_select(seen.append)
+        >>> view.select("/fc2/Gemm"); seen
+        ['/fc2/Gemm']
+        """
+        self._on_select.append(callback)
+
+    def select(self, item: str) -> None:
+        """Select a node: show its details, ring it in the graph.
+
+        Examples
+        --------
+        >>> view = GraphView("zoo:mlp")
+        >>> view.select("/fc1/Gemm"); view.selected
+        '/fc1/Gemm'
+        """
+        if item not in self.layout_.positions:
+            self.reveal(item)
+        self.selected = item
+        details = node_details(self.graph, item)
+        self.details.value = details_html(details)
+        buttons = []
+        for attr, sub in self.graph.subgraphs.get(item, {}).items():
+            button = w.Button(description=f"open {attr} ({len(sub)} nodes)", layout=w.Layout(width="auto"))
+            button.add_class("oge-open-subgraph")
+            button.on_click(lambda _, a=attr: self.open_subgraph(item, a))
+            buttons.append(button)
+        self.subgraph_buttons.children = buttons
+        nodes = self.figure.data[NODES]
+        items = list(nodes.customdata)
+        widths = [2.5 if i == item else 0.5 for i in items]
+        colors = ["#000" if i == item else "#444" for i in items]
+        with self.figure.batch_update():
+            nodes.marker.line.width = widths
+            nodes.marker.line.color = colors
+        for callback in self._on_select:
+            callback(item)
+
+    def reveal(self, node_id: str) -> None:
+        """Expand the collapsed scopes that hide ``node_id`` so it is drawn.
+
+        Examples
+        --------
+        >>> view = GraphView("zoo:resnet18", collapse=1)
+        >>> view.reveal("/layer1/layer1.0/conv1/Conv")
+        >>> "/layer1/layer1.0/conv1/Conv" in view.layout_.positions
+        True
+        """
+        if node_id not in self.graph.nx:
+            raise KeyError(f"no node {node_id!r} in this graph")
+        while node_id not in self.layout_.positions:
+            holder = self.layout_.item_of.get(node_id)
+            if holder is None or holder not in self.layout_.groups:
+                break
+            self.layout_ = expand(self.layout_, self.graph, holder)
+        self.refresh()
+
+    def expand(self, group: str) -> None:
+        """Expand one collapsed scope in place (incremental layout).
+
+        Examples
+        --------
+        >>> view = GraphView("zoo:resnet18", collapse=1)
+        >>> view.expand("scope:layer1"); "scope:layer1" in view.layout_.positions
+        False
+        """
+        self.layout_ = expand(self.layout_, self.graph, group)
+        self.refresh()
+
+    def collapse(self, scope: tuple[str, ...] | str) -> None:
+        """Collapse a name scope (tuple, or ``"a/b"``) into one box.
+
+        Examples
+        --------
+        >>> view = GraphView("zoo:resnet18", collapse=None)
+        >>> view.collapse("layer1"); "scope:layer1" in view.layout_.positions
+        True
+        """
+        parts = tuple(scope.split("/")) if isinstance(scope, str) else tuple(scope)
+        self.layout_ = collapse_group(self.layout_, self.graph, parts)
+        self.refresh()
+
+    def set_collapse(self, collapse: Any) -> None:
+        """Lay the graph out again with another collapse (depth, scopes or None).
+
+        Examples
+        --------
+        >>> view = GraphView("zoo:resnet18", collapse=1)
+        >>> view.set_collapse(None); len(view.layout_.groups)
+        0
+        """
+        self.layout_ = layered(self.graph, collapse=collapse, previous=self.layout_)
+        self.refresh(keep_view=False)
+
+    def find(self, query: str) -> list[str]:
+        """Find nodes whose name contains ``query`` or whose op type equals it; go to the first.
+
+        Examples
+        --------
+        >>> view = GraphView("zoo:resnet18")
+        >>> len(view.find("BatchNormalization"))
+        20
+        """
+        query = query.strip()
+        if not query:
+            self._matches = []
+            return []
+        lowered = query.lower()
+        self._matches = [
+            n
+            for n, data in self.graph.nx.nodes(data=True)
+            if data.get("op_type", "").lower() == lowered or lowered in (data.get("name") or n).lower()
+        ]
+        self._match_index = 0
+        if self._matches:
+            self._goto_match(0)
+        else:
+            self.status.value = f"no node matches <code>{html.escape(query)}</code>"
+        return list(self._matches)
+
+    def _goto_match(self, index: int) -> None:
+        if not self._matches:
+            return
+        self._match_index = index % len(self._matches)
+        target = self._matches[self._match_index]
+        self.select(target)
+        self.center_on(target)
+        self.status.value = (
+            f"match {self._match_index + 1} of {len(self._matches)}: <code>{html.escape(target)}</code>"
+        )
+
+    def center_on(self, item: str, span: float = 12.0) -> None:
+        """Move the view so ``item`` is in the middle (keeping a readable zoom).
+
+        Examples
+        --------
+        >>> view = GraphView("zoo:mlp")
+        >>> view.center_on("/fc1/Gemm")
+        """
+        x, y = self.layout_.positions[item]
+        with self.figure.batch_update():
+            self.figure.layout.xaxis.range = [x - span, x + span]
+            self.figure.layout.yaxis.range = [y - span * 0.6, y + span * 0.6]
+
+    def set_overlay(
+        self, name: str, values: Mapping[str, Any], palette: Mapping[str, str] | None = None
+    ) -> None:
+        """Add (or replace) an overlay in the colour menu and show it.
+
+        Examples
+        --------
+        >>> view = GraphView("zoo:mlp")
+        >>> view.set_overlay("latency", {"/fc1/Gemm": 1.5}); view.color_menu.value
+        'latency'
+        """
+        self.overlays[name] = dict(values)
+        if palette is not None:
+            self.palettes[name] = dict(palette)
+        options = [*COLOR_BY, *self.overlays]
+        if list(self.color_menu.options) != options:
+            self.color_menu.options = options
+        if self.color_menu.value == name:
+            self.refresh()
+        else:
+            self.color_menu.value = name
+
+    def open_subgraph(self, node_id: str, attr: str) -> None:
+        """Show a subgraph of an ``If`` / ``Loop`` / ``Scan`` node; :meth:`close_subgraph` goes back.
+
+        Examples
+        --------
+        >>> view = GraphView("zoo:control_flow")
+        >>> node = next(iter(view.graph.subgraphs))
+        >>> view.open_subgraph(node, next(iter(view.graph.subgraphs[node]))); view.graph.depth
+        1
+        """
+        sub = self.graph.subgraphs[node_id][attr]
+        self._stack.append((self.graph, self.layout_, f"{node_id}.{attr}"))
+        self.graph, self.layout_ = sub, layered(sub, collapse=auto_collapse(sub))
+        self.selected = None
+        self.details.value = f"<i>subgraph {html.escape(attr)} of {html.escape(node_id)}</i>"
+        self.subgraph_buttons.children = []
+        self.back_button.layout.display = None
+        self.refresh(keep_view=False)
+
+    def close_subgraph(self) -> None:
+        """Go back to the graph that holds the open subgraph.
+
+        Examples
+        --------
+        >>> view = GraphView("zoo:control_flow")
+        >>> node = next(iter(view.graph.subgraphs))
+        >>> view.open_subgraph(node, next(iter(view.graph.subgraphs[node]))); view.close_subgraph()
+        >>> view.graph.depth
+        0
+        """
+        if not self._stack:
+            return
+        self.graph, self.layout_, _ = self._stack.pop()
+        if not self._stack:
+            self.back_button.layout.display = "none"
+        self.selected = None
+        self.refresh(keep_view=False)
