@@ -1,0 +1,87 @@
+"""GraphView in a real JupyterLab, and the HTML report in Chromium, both offline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from explorer.figures import NODES
+from tests.browser.jupyter import (
+    LabServer,
+    cell_errors,
+    click_plot_point,
+    export_html_page,
+    open_notebook,
+    plotly_data,
+    run_all,
+    screenshot,
+    wait_for_outputs,
+    write_notebook,
+)
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
+
+pytestmark = pytest.mark.browser
+
+
+def _node_index(page: Page, node_id: str, plot_index: int = 0) -> int:
+    traces = plotly_data(page, plot_index)
+    return list(traces[NODES]["customdata"]).index(node_id)
+
+
+def test_click_a_node_shows_its_details_and_a_box_expands(
+    page: Page, lab: LabServer, notebook_dir: Path, blocked_requests: list[str]
+) -> None:
+    cells = [
+        "from widgets import GraphView",
+        'view = GraphView("zoo:resnet18", collapse=1)\nview',
+    ]
+    path = write_notebook(notebook_dir, "graph_view.ipynb", cells)
+    open_notebook(page, lab, path)
+    assert run_all(page), cell_errors(page)
+    wait_for_outputs(page, ".oge-graph-view .js-plotly-plot")
+    wait_for_outputs(page, ".oge-details-panel")
+
+    # a collapsed scope is one box; clicking it expands it in place, one level at a time
+    steps = (
+        ("scope:layer1", "scope:layer1/layer1.0"),
+        ("scope:layer1/layer1.0", "/layer1/layer1.0/conv1/Conv"),
+    )
+    for box, inside in steps:
+        click_plot_point(page, plot_index=0, trace_index=NODES, point_index=_node_index(page, box))
+        page.wait_for_function(
+            """(item) => Array.from(document.querySelector('.oge-graph-view .js-plotly-plot')
+                .data[2].customdata).includes(item)""",
+            arg=inside,
+            timeout=30_000,
+        )
+
+    # clicking a node shows that node in the details panel
+    target = "/layer1/layer1.0/conv1/Conv"
+    click_plot_point(page, plot_index=0, trace_index=NODES, point_index=_node_index(page, target))
+    page.wait_for_selector(f'.oge-details[data-node="{target}"]', timeout=30_000)
+    panel = page.locator(".oge-details").first.inner_text()
+    assert "layer1.0.conv1.weight" in panel or "weights" in panel
+    assert "[64, 64, 3, 3]" in panel
+    screenshot(page, "graph-view-resnet18")
+    assert blocked_requests == []
+
+
+def test_html_report_renders_offline(page: Page, tmp_path: Path, blocked_requests: list[str]) -> None:
+    from explorer.report import save
+
+    report = save("zoo:resnet18", tmp_path / "report.html", pipeline="fuse_bn_into_conv")
+    export_html_page(page, report)
+    wait_for_outputs(page, "#oge-graph .main-svg")
+    wait_for_outputs(page, "#oge-final .main-svg")
+    graph = page.evaluate("Array.from(document.getElementById('oge-graph').data[2].customdata)")
+    assert "/conv1/Conv" in graph
+    final = page.evaluate("document.getElementById('oge-final').data[2].marker.color")
+    assert "#9467bd" in list(final)  # fused Convs are purple
+    assert "BatchNormalization" in page.locator(".oge-summary").inner_text()
+    page.locator("#oge-graph").scroll_into_view_if_needed()
+    screenshot(page, "report-resnet18")
+    assert blocked_requests == []

@@ -1,0 +1,396 @@
+"""Layered layout: positions, data-flow order, collapse/expand, stability across versions, crossings."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+
+import networkx as nx
+import onnx
+import pytest
+
+from explorer import layout as lay
+from explorer import load, zoo
+from explorer.graph import ModelGraph, build_graph
+
+MODELS = zoo.names()
+
+
+@pytest.fixture(scope="module")
+def transformer() -> ModelGraph:
+    return load("zoo:transformer", input_shapes={"input_ids": [1, 8]})
+
+
+@pytest.fixture(scope="module")
+def deep() -> ModelGraph:
+    """A transformer of about 50k ONNX nodes (built without shape inference, once)."""
+    return build_graph(zoo.build("transformer", layers=617, hidden=32), source="zoo:transformer")
+
+
+def _chain(n: int, block: int = 100) -> ModelGraph:
+    """input -> n Relu nodes in scopes of ``block`` -> output, as a ModelGraph."""
+    g = nx.MultiDiGraph()
+    g.add_node("input:x", kind="input", op_type="Input", scope=(), index=-1)
+    prev = "input:x"
+    for i in range(n):
+        node = f"/block{i // block}/Relu_{i}"
+        g.add_node(node, kind="op", op_type="Relu", scope=(f"block{i // block}",), index=i)
+        g.add_edge(prev, node, key=f"t{i}")
+        prev = node
+    g.add_node("output:y", kind="output", op_type="Output", scope=(), index=-1)
+    g.add_edge(prev, "output:y", key="y")
+    return ModelGraph(g, proto=onnx.GraphProto(name="chain"))
+
+
+def _edited(graph: ModelGraph, remove: str) -> ModelGraph:
+    """A copy of the graph with one node taken out of its chain (producers wired to its consumers)."""
+    g = graph.nx.copy()
+    outs = [(v, k, d) for _, v, k, d in g.out_edges(remove, keys=True, data=True)]
+    preds = list(g.predecessors(remove))
+    g.remove_node(remove)
+    for p in preds:
+        for v, k, d in outs:
+            g.add_edge(p, v, key=k, **d)
+    return ModelGraph(g, proto=graph.proto, source="edited")
+
+
+def _check_drawing(layout: lay.Layout) -> None:
+    """Edges go down (up only when marked back), one polyline point per layer, endpoints on items."""
+    for u, v in layout.edges:
+        lu, lv = layout.layers[u], layout.layers[v]
+        assert (lu < lv) != ((u, v) in layout.back_edges), (u, v, lu, lv)
+        points = layout.edge_points[(u, v)]
+        assert len(points) == abs(lv - lu) + 1
+        assert points[0] == layout.positions[u] and points[-1] == layout.positions[v]
+        assert [round(-y / layout.vgap) for _, y in points] == list(
+            range(lu, lv + (1 if lv > lu else -1), 1 if lv > lu else -1)
+        )
+    spots = {(layout.layers[i], x) for i, (x, _) in layout.positions.items()}
+    assert len(spots) == len(layout.positions), "two items share a spot"
+    for item, (_, y) in layout.positions.items():
+        assert y == -layout.layers[item] * layout.vgap
+
+
+# --------------------------------------------------------------------------- positions and order
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_every_node_of_a_zoo_model_gets_a_position_in_data_flow_order(name: str) -> None:
+    graph = load(f"zoo:{name}")
+    layout = lay.layered(graph)
+    assert set(layout.positions) == set(graph.nx.nodes)
+    assert not layout.back_edges
+    assert all(layout.layers[u] < layout.layers[v] for u, v in layout.edges)
+    assert set(layout.edges) == {(u, v) for u, v in graph.nx.edges()}
+    _check_drawing(layout)
+
+
+def test_subgraphs_with_outer_reads_lay_out_too() -> None:
+    graph = load("zoo:control_flow")
+    subs = list(graph.iter_subgraphs())
+    assert subs
+    for _, sub in subs:
+        layout = lay.layered(sub)
+        assert set(layout.positions) == set(sub.nx.nodes)
+        _check_drawing(layout)
+    assert any(kind == "outer" for _, sub in subs for kind in lay.layered(sub).kinds.values())
+
+
+def test_nodes_fed_only_by_constants_sit_just_above_their_first_consumer() -> None:
+    graph = load("zoo:transformer", constants_as_nodes=True)
+    layout = lay.layered(graph)
+    fed_by_nothing = [
+        n for n, kind in graph.nx.nodes(data="kind") if kind == "op" and graph.nx.in_degree(n) == 0
+    ]
+    assert len(fed_by_nothing) > 10  # the exporter's Constant nodes
+    for node in fed_by_nothing:
+        first = min(layout.layers[s] for s in graph.nx.successors(node))
+        assert layout.layers[node] == first - 1
+    assert max(layout.layers[n] for n in fed_by_nothing) > 10  # not all at the top
+
+
+def test_weights_drawn_as_nodes_sit_next_to_their_consumer(transformer: ModelGraph) -> None:
+    graph = transformer.with_constant_nodes()
+    layout = lay.layered(graph)
+    consts = [n for n, kind in graph.nx.nodes(data="kind") if kind == "constant"]
+    for node in consts:
+        assert layout.layers[node] == min(layout.layers[s] for s in graph.nx.successors(node)) - 1
+    assert sum(layout.layers[n] > 0 for n in consts) > len(consts) // 2
+
+
+def test_parallel_edges_are_merged_and_keep_their_tensor_names() -> None:
+    layout = lay.layered(load("zoo:detection_head"), collapse=1)
+    assert len(layout.edges) == len(set(layout.edges))
+    assert all(u != v for u, v in layout.edges)
+    assert len(layout.edge_tensors[("scope:backbone", "scope:fpn")]) == 3  # three feature levels
+
+
+# --------------------------------------------------------------------------- collapse
+
+
+def test_collapse_by_depth_draws_boxes_that_list_their_members(transformer: ModelGraph) -> None:
+    full = lay.layered(transformer)
+    previous = len(full.positions)
+    for depth in (3, 2, 1):
+        layout = lay.layered(transformer, collapse=depth)
+        assert len(layout.positions) < previous
+        previous = len(layout.positions)
+        shown = [n for n in layout.positions if n not in layout.groups]
+        members = [m for ms in layout.groups.values() for m in ms]
+        assert sorted(shown + members) == sorted(transformer.nx.nodes)
+        for gid, ms in layout.groups.items():
+            scope = layout.scopes[gid]
+            assert gid == "scope:" + "/".join(scope) and len(scope) == depth
+            assert layout.kinds[gid] == "group"
+            assert all(transformer.nx.nodes[m]["scope"][:depth] == scope for m in ms)
+        assert layout.collapsed == frozenset(layout.scopes.values())
+        _check_drawing(layout)
+    assert set(lay.layered(transformer, collapse=1).groups) == {"scope:embeddings", "scope:encoder"}
+
+
+def test_explicit_scopes_collapse_into_the_outermost_one(transformer: ModelGraph) -> None:
+    scopes = {("encoder", "layers.0"), ("encoder", "layers.0", "self_attn"), ("embeddings",)}
+    layout = lay.layered(transformer, collapse=scopes)
+    assert set(layout.groups) == {"scope:encoder/layers.0", "scope:embeddings"}
+    assert layout.item_of["/encoder/layers.0/self_attn/MatMul"] == "scope:encoder/layers.0"
+    assert layout.item_of["/encoder/layers.1/self_attn/MatMul"] == "/encoder/layers.1/self_attn/MatMul"
+    again = lay.layered(transformer, collapse=layout.collapsed)
+    assert set(again.positions) == set(layout.positions)
+
+
+def test_collapsing_a_reused_module_draws_the_cycle_with_upward_edges() -> None:
+    graph = load("zoo:resnet18")  # each block calls its `relu` module twice
+    layout = lay.layered(graph, collapse=3)
+    assert layout.back_edges
+    _check_drawing(layout)
+
+
+def test_bad_collapse_values_are_refused(transformer: ModelGraph) -> None:
+    with pytest.raises(ValueError, match="at least 1"):
+        lay.layered(transformer, collapse=0)
+    with pytest.raises(TypeError):
+        lay.layered(transformer, collapse="encoder")
+
+
+def test_auto_collapse_leaves_small_graphs_open(transformer: ModelGraph) -> None:
+    assert lay.auto_collapse(transformer) is None
+    depth = lay.auto_collapse(transformer, max_items=60)
+    assert depth is not None
+    assert len(lay.layered(transformer, collapse=depth).positions) <= 60
+    assert len(lay.layered(transformer, collapse=depth + 1).positions) > 60
+
+
+def test_auto_collapse_opens_a_50k_node_model_with_at_most_300_items(deep: ModelGraph) -> None:
+    assert sum(1 for _ in deep.model.graph.node) > 49_000
+    depth = lay.auto_collapse(deep, max_items=300)
+    assert depth is not None
+    layout = lay.layered(deep, collapse=depth)
+    assert 0 < len(layout.positions) <= 300
+    assert sum(len(m) for m in layout.groups.values()) + len(layout.positions) - len(layout.groups) == len(
+        deep.nx
+    )
+    _check_drawing(layout)
+
+
+# --------------------------------------------------------------------------- expand / collapse one group
+
+
+def test_expand_shows_the_same_items_as_a_full_layout_and_keeps_the_rest_in_place(
+    transformer: ModelGraph,
+) -> None:
+    before = lay.layered(transformer, collapse=2)
+    group = "scope:encoder/layers.0"
+    after = lay.expand(before, transformer, group)
+    full = lay.layered(transformer, collapse=after.collapsed)
+    assert after is not full
+    assert set(after.positions) == set(full.positions)
+    assert set(after.edges) == set(full.edges)
+    assert after.groups == full.groups
+    assert ("encoder", "layers.0") not in after.collapsed
+    assert ("encoder", "layers.0", "self_attn") in after.collapsed
+    _check_drawing(after)
+    g_layer = before.layers[group]
+    grow = max(after.layers.values()) - max(before.layers.values())
+    assert grow > 0
+    for item, (x, y) in before.positions.items():
+        if item == group:
+            continue
+        if before.layers[item] < g_layer:  # upstream: untouched
+            assert after.positions[item] == (x, y)
+        elif before.layers[item] > g_layer:  # downstream: same x, moved down by the same amount
+            assert after.positions[item][0] == x
+            assert after.layers[item] == before.layers[item] + grow
+
+
+@pytest.mark.parametrize("name", ["resnet18", "detection_head", "mobilenetv2"])
+def test_expanding_each_group_matches_the_full_layout(name: str) -> None:
+    graph = load(f"zoo:{name}")
+    before = lay.layered(graph, collapse=1)
+    for group in before.groups:
+        after = lay.expand(before, graph, group)
+        full = lay.layered(graph, collapse=after.collapsed)
+        assert set(after.positions) == set(full.positions)
+        assert set(after.edges) == set(full.edges)
+        _check_drawing(after)
+
+
+def test_collapse_group_undoes_expand_and_closes_any_scope(transformer: ModelGraph) -> None:
+    closed = lay.layered(transformer, collapse=1)
+    opened = lay.expand(closed, transformer, "scope:encoder")
+    assert lay.collapse_group(opened, transformer, ("encoder",)) is closed
+    full = lay.layered(transformer)
+    boxed = lay.collapse_group(full, transformer, ("encoder", "layers.1"))
+    reference = lay.layered(transformer, collapse={("encoder", "layers.1")})
+    assert set(boxed.positions) == set(reference.positions)
+    assert set(boxed.edges) == set(reference.edges)
+    _check_drawing(boxed)
+    above = [
+        i
+        for i in boxed.positions
+        if i in full.positions and full.layers[i] < boxed.layers["scope:encoder/layers.1"]
+    ]
+    assert above and all(boxed.positions[i] == full.positions[i] for i in above)
+
+
+def test_expand_and_collapse_refuse_what_they_cannot_do(transformer: ModelGraph) -> None:
+    layout = lay.layered(transformer, collapse=1)
+    with pytest.raises(KeyError, match="not a collapsed group"):
+        lay.expand(layout, transformer, "scope:nowhere")
+    with pytest.raises(ValueError, match="no node"):
+        lay.collapse_group(layout, transformer, ("nowhere",))
+    with pytest.raises(ValueError, match="another version"):
+        lay.expand(layout, load("zoo:mlp"), "scope:encoder")
+
+
+# --------------------------------------------------------------------------- versions, cache
+
+
+def test_previous_layout_keeps_retained_nodes_in_place(transformer: ModelGraph) -> None:
+    base = lay.layered(transformer)
+    edited = _edited(transformer, "/encoder/layers.1/activation/Gelu")
+    lay.clear_cache()
+    fresh = lay.layered(edited)
+    lay.clear_cache()
+    stable = lay.layered(edited, previous=base)
+    common = [n for n in stable.positions if n in base.positions]
+    kept = sum(stable.positions[n] == base.positions[n] for n in common)
+    assert kept >= 0.95 * len(common)
+    assert kept > sum(fresh.positions[n] == base.positions[n] for n in common)
+    _check_drawing(stable)
+
+
+def test_previous_layout_makes_room_for_an_added_node_with_small_shifts(transformer: ModelGraph) -> None:
+    edited = _edited(transformer, "/encoder/layers.1/self_attn/Softmax")
+    base = lay.layered(edited)
+    stable = lay.layered(transformer, previous=base)  # the Softmax comes back
+    common = [n for n in stable.positions if n in base.positions]
+    assert sum(stable.positions[n] == base.positions[n] for n in common) >= 0.5 * len(common)
+    assert sum(stable.positions[n][0] == base.positions[n][0] for n in common) >= 0.9 * len(common)
+    assert all(0 <= stable.layers[n] - base.layers[n] <= 1 for n in common)
+    _check_drawing(stable)
+
+
+def test_layouts_are_cached_by_graph_fingerprint_and_collapse(transformer: ModelGraph) -> None:
+    lay.clear_cache()
+    first = lay.layered(transformer, collapse=2)
+    assert lay.layered(transformer, collapse=2) is first
+    twin = load("zoo:transformer", input_shapes={"input_ids": [1, 8]})
+    assert lay.graph_fingerprint(twin) == lay.graph_fingerprint(transformer) == first.version
+    assert lay.layered(twin, collapse=2) is first
+    assert lay.layered(transformer, collapse=1) is not first
+    assert lay.graph_fingerprint(_edited(transformer, "/encoder/norm/LayerNormalization")) != first.version
+    for depth in range(3, lay.CACHE_SIZE + 3):  # 16 newer layouts (depths past 4 look alike)
+        lay.layered(transformer, collapse=depth)
+    assert lay.layered(transformer, collapse=2) is not first  # evicted (least recently used)
+
+
+# --------------------------------------------------------------------------- crossings
+
+
+def _segments_layout(top: list[float], bottom: list[float], edges: list[tuple[int, int]]) -> lay.Layout:
+    positions = {f"t{i}": (x, 0.0) for i, x in enumerate(top)} | {
+        f"b{i}": (x, -1.0) for i, x in enumerate(bottom)
+    }
+    layers = {k: 0 if k.startswith("t") else 1 for k in positions}
+    return lay.Layout(
+        positions=positions,
+        layers=layers,
+        edges=tuple((f"t{a}", f"b{b}") for a, b in edges),
+        edge_points={},
+        edge_tensors={},
+        groups={},
+        scopes={},
+        kinds=dict.fromkeys(positions, "op"),
+        collapsed=frozenset(),
+    )
+
+
+def test_crossings_on_a_hand_made_example() -> None:
+    #  t0  t1  t2          t0 -> b2, t1 -> b0, t2 -> b1, t2 -> b2
+    #  b0  b1  b2          crossings: (t0-b2, t1-b0), (t0-b2, t2-b1)
+    layout = _segments_layout([0, 1, 2], [0, 1, 2], [(0, 2), (1, 0), (2, 1), (2, 2)])
+    assert lay.count_crossings(layout) == 2
+    assert lay.count_crossings(_segments_layout([0, 1], [0, 1], [(0, 0), (1, 1)])) == 0
+    assert lay.count_crossings(_segments_layout([0], [0, 1], [(0, 0), (0, 1)])) == 0  # shared end
+
+
+def test_crossings_match_a_brute_force_count() -> None:
+    rng = random.Random(7)
+    for _ in range(20):
+        top, bottom = rng.randint(1, 9), rng.randint(1, 9)
+        edges = sorted({(rng.randrange(top), rng.randrange(bottom)) for _ in range(rng.randint(1, 25))})
+        expected = sum(1 for (a, b), (c, d) in itertools.combinations(edges, 2) if (a - c) * (b - d) < 0)
+        layout = _segments_layout([float(i) for i in range(top)], [float(i) for i in range(bottom)], edges)
+        assert lay.count_crossings(layout) == expected
+
+
+def test_crossings_follow_bends_of_long_edges() -> None:
+    # a -> c spans two layers and bends right of b's edge b -> d: a(0) bend(2) c(0); b(1) -> d(1)
+    layout = lay.Layout(
+        positions={"a": (0.0, 0.0), "b": (1.0, -1.0), "c": (0.0, -2.0), "d": (1.0, -2.0)},
+        layers={"a": 0, "b": 1, "c": 2, "d": 2},
+        edges=(("a", "c"), ("b", "d")),
+        edge_points={
+            ("a", "c"): ((0.0, 0.0), (2.0, -1.0), (0.0, -2.0)),
+            ("b", "d"): ((1.0, -1.0), (1.0, -2.0)),
+        },
+        edge_tensors={},
+        groups={},
+        scopes={},
+        kinds={},
+        collapsed=frozenset(),
+    )
+    assert lay.count_crossings(layout) == 1
+
+
+def test_a_chain_has_no_crossings_and_zoo_models_few(transformer: ModelGraph) -> None:
+    assert lay.count_crossings(lay.layered(_chain(500))) == 0
+    assert lay.count_crossings(lay.layered(transformer)) == 0  # residuals and attention: planar
+    assert lay.count_crossings(lay.layered(load("zoo:resnet18"))) == 0
+
+
+@pytest.mark.slow
+def test_a_100k_node_chain_lays_out_without_recursion() -> None:
+    graph = _chain(100_000)
+    layout = lay.layered(graph)
+    assert len(layout.positions) == 100_002
+    assert layout.layers["output:y"] == 100_001
+    assert len(lay.layered(graph, collapse=1).positions) == 1002
+
+
+# --------------------------------------------------------------------------- values
+
+
+def test_layout_turns_into_a_frame_a_dict_and_a_box(transformer: ModelGraph) -> None:
+    layout = lay.layered(transformer, collapse=2)
+    frame = layout.to_frame()
+    assert list(frame.columns) == ["item", "x", "y", "layer", "kind", "size"]
+    assert len(frame) == len(layout.positions)
+    assert frame["size"].sum() == transformer.nx.number_of_nodes()
+    data = json.loads(json.dumps(layout.to_dict()))
+    assert len(data["items"]) == len(layout.positions) and len(data["edges"]) == len(layout.edges)
+    xmin, ymin, xmax, ymax = layout.bbox()
+    assert ymax == 0.0 and ymin == -max(layout.layers.values())
+    assert all(xmin <= x <= xmax for x, _ in layout.positions.values())
+    assert layout.key == (layout.version, tuple(sorted(layout.collapsed)))
