@@ -357,6 +357,7 @@ def run_pipeline(
         )
     current = graph
     current_diff = snapshots[0].max_abs_diff
+    diffs: dict[int, GraphDiff] = {}
     for step, pass_ in enumerate(passes, start=1):
         if progress is not None:
             progress(step, len(passes), pass_.name)
@@ -366,47 +367,29 @@ def run_pipeline(
             if stop_on_error:
                 raise
             message = f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}"
-            snapshots.append(
-                Snapshot(
-                    step,
-                    pass_.name,
-                    pass_.family,
-                    pass_.description,
-                    current,
-                    False,
-                    0.0,
-                    snapshots[-1].nodes,
-                    snapshots[-1].params,
-                    (),
-                    current_diff,
-                    message[:500],
-                )
-            )
+            snapshots.append(_unchanged(step, pass_, current, snapshots[-1], (), current_diff, message[:500]))
             continue
-        if result.modified:
+        changed = result.modified
+        log = result.log
+        if changed:
             try:
-                current = load(result.model, input_shapes=None)
+                candidate = load(result.model, input_shapes=None)
             except ExplorerError as err:
                 if stop_on_error:
                     raise
-                snapshots.append(
-                    Snapshot(
-                        step,
-                        pass_.name,
-                        pass_.family,
-                        pass_.description,
-                        current,
-                        False,
-                        result.elapsed,
-                        snapshots[-1].nodes,
-                        snapshots[-1].params,
-                        result.log,
-                        current_diff,
-                        f"the pass produced a model that does not load: {err}",
-                    )
-                )
+                failure = f"the pass produced a model that does not load: {err}"
+                snapshots.append(_unchanged(step, pass_, current, snapshots[-1], log, current_diff, failure))
                 continue
-            current_diff = _verify(current, feeds, reference) if verify else None
+            step_diff = diff(current, candidate)
+            weights_moved = step_diff.weight_bytes_changed or step_diff.param_delta
+            if step_diff.is_empty and not step_diff.op_deltas and not weights_moved:
+                changed = False  # same graph, only serialization details (names/order of initializers...)
+                log = (*log, "the graph is the same; only serialization details changed")
+            else:
+                diffs[step] = step_diff
+            current = candidate
+            if changed:
+                current_diff = _verify(current, feeds, reference) if verify else None
         summary = current.summary()
         snapshots.append(
             Snapshot(
@@ -415,12 +398,38 @@ def run_pipeline(
                 pass_.family,
                 pass_.description,
                 current,
-                result.modified,
+                changed,
                 result.elapsed,
                 summary.nodes,
                 summary.params,
-                result.log,
+                log,
                 current_diff,
             )
         )
-    return Timeline(tuple(snapshots), graph.source)
+    return Timeline(tuple(snapshots), graph.source, diffs)
+
+
+def _unchanged(
+    step: int,
+    pass_: Pass,
+    graph: ModelGraph,
+    last: Snapshot,
+    log: tuple[str, ...],
+    drift: float | None,
+    error: str,
+) -> Snapshot:
+    """The snapshot of a step that failed: the previous graph, and why."""
+    return Snapshot(
+        step,
+        pass_.name,
+        pass_.family,
+        pass_.description,
+        graph,
+        False,
+        0.0,
+        last.nodes,
+        last.params,
+        log,
+        drift,
+        error,
+    )

@@ -10,5 +10,6 @@ Examples
 from __future__ import annotations
 
 from .graph_view import GraphView
+from .stepper import PassStepper
 
-__all__ = ["GraphView"]
+__all__ = ["GraphView", "PassStepper"]

@@ -31,6 +31,8 @@ from explorer.figures import COLOR_BY, LABEL_LIMIT, LABELS, NODES, graph_figure
 from explorer.graph import ModelGraph
 from explorer.layout import GROUP_PREFIX, Layout, auto_collapse, collapse_group, expand, layered
 
+from .figure_sync import sync_figure
+
 __all__ = ["GraphView"]
 
 _CSS = """
@@ -181,12 +183,7 @@ class GraphView(w.VBox):
         >>> view.refresh()
         """
         new = self._figure(self.color_menu.value if hasattr(self, "color_menu") else "op_type")
-        with self.figure.batch_update():
-            for index, trace in enumerate(new.data):
-                self.figure.data[index].update(trace.to_plotly_json(), overwrite=True)
-            if not keep_view:
-                self.figure.layout.xaxis.range = new.layout.xaxis.range
-                self.figure.layout.yaxis.range = new.layout.yaxis.range
+        sync_figure(self.figure, new, view=not keep_view)
         if hasattr(self, "status"):
             self._update_status()
 
