@@ -31,8 +31,8 @@ Examples
 
 from __future__ import annotations
 
+import gc
 import hashlib
-import json
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -348,6 +348,15 @@ class _Side:
 
 
 def _side(graph: ModelGraph) -> _Side:
+    """The matcher's view of a graph, cached on it: a timeline diffs each snapshot twice."""
+    cached = getattr(graph, "_diff_side", None)
+    if cached is None:
+        cached = _build_side(graph)
+        graph._diff_side = cached  # type: ignore[attr-defined]
+    return cached
+
+
+def _build_side(graph: ModelGraph) -> _Side:
     digests = weight_digests(graph)
     nx_graph = graph.nx
     ops: list[str] = []
@@ -363,7 +372,7 @@ def _side(graph: ModelGraph) -> _Side:
             continue
         ops.append(node)
         op_type[node] = data["op_type"] if not data["domain"] else f"{data['domain']}::{data['op_type']}"
-        attrs[node] = json.dumps(data["attributes"], sort_keys=True, default=str)
+        attrs[node] = repr(sorted(data["attributes"].items()))
         weight_names = {w.name for w in data["weights"]}
         weights[node] = tuple(
             digests.get(name, name) if name in weight_names else "" for name in data["inputs"]
@@ -416,14 +425,19 @@ class _Matcher:
             if node in self.a.named and node in self.b.named and self.a.op_type[node] == self.b.op_type[node]:
                 self.pair(node, node, "name")
 
-    def by_key(self, key_a: dict[str, Any], key_b: dict[str, Any], round_name: str) -> None:
-        """Match free nodes whose key is unique among the free nodes on both sides."""
+    def by_key(self, key_a: Any, key_b: Any, round_name: str) -> None:
+        """Match free nodes whose key is unique among the free nodes on both sides.
+
+        ``key_a`` / ``key_b`` map a node id to its key (a dict, or a function).
+        """
+        get_a = key_a.__getitem__ if isinstance(key_a, dict) else key_a
+        get_b = key_b.__getitem__ if isinstance(key_b, dict) else key_b
         index_b: dict[Any, list[str]] = defaultdict(list)
         for node in self.free_b():
-            index_b[key_b[node]].append(node)
+            index_b[get_b(node)].append(node)
         index_a: dict[Any, list[str]] = defaultdict(list)
         for node in self.free_a():
-            index_a[key_a[node]].append(node)
+            index_a[get_a(node)].append(node)
         for key, nodes in index_a.items():
             partners = index_b.get(key, [])
             if len(nodes) == 1 and len(partners) == 1:
@@ -590,13 +604,23 @@ def diff(before: ModelGraph, after: ModelGraph) -> GraphDiff:
     >>> d.op_deltas["Shape"], d.op_deltas["Gather"]
     (-10, -6)
     """
+    enabled = gc.isenabled()
+    gc.disable()  # the matcher allocates many small objects and no cycles; collections only cost time
+    try:
+        return _diff(before, after)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _diff(before: ModelGraph, after: ModelGraph) -> GraphDiff:
     a, b = _side(before), _side(after)
     matcher = _Matcher(a, b)
     matcher.by_name()
     matcher.by_output()
     matcher.by_key(
-        {n: (a.op_type[n], a.attrs[n], a.inputs[n]) for n in a.ops},
-        {n: (b.op_type[n], b.attrs[n], b.inputs[n]) for n in b.ops},
+        lambda n: (a.op_type[n], a.attrs[n], a.inputs[n]),
+        lambda n: (b.op_type[n], b.attrs[n], b.inputs[n]),
         "inputs",
     )
     matcher.structural()

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install what is missing: a virtual environment in .venv holding the project
 # (editable) with the extras named in $1 (e.g. "test,torch"). Idempotent and
-# quick when nothing changed: a stamp records what was installed.
+# quick when nothing changed: a stamp records what was installed, and a request
+# for fewer extras than already installed does nothing.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${VENV:-$ROOT/.venv}"
@@ -12,9 +13,16 @@ EXTRAS="${1:-}"
 TORCH_SPEC="${TORCH_SPEC:-torch==2.13.0}"
 
 stamp="$VENV/.onnx-explorer-installed"
-want="$(cat "$ROOT/pyproject.toml" "$ROOT/scripts/bootstrap.sh" | sha256sum | cut -c1-16) extras=$EXTRAS"
-if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
-    exit 0
+hash="$(cat "$ROOT/pyproject.toml" "$ROOT/scripts/bootstrap.sh" | sha256sum | cut -c1-16)"
+if [[ -f "$stamp" ]]; then
+    read -r old_hash old_extras < "$stamp" || true
+    if [[ "$old_hash" == "$hash" ]]; then
+        missing=""
+        for extra in ${EXTRAS//,/ }; do
+            [[ ",${old_extras#extras=}," == *",$extra,"* ]] || missing="$missing $extra"
+        done
+        [[ -z "$missing" ]] && exit 0
+    fi
 fi
 
 echo "== installing into $VENV (extras: ${EXTRAS:-none})"
@@ -24,4 +32,4 @@ if [[ ",$EXTRAS," == *",torch,"* ]]; then
     "$VENV/bin/python" -m pip install --quiet "$TORCH_SPEC"
 fi
 "$VENV/bin/python" -m pip install --quiet -e "$ROOT${EXTRAS:+[$EXTRAS]}"
-echo "$want" > "$stamp"
+echo "$hash extras=$EXTRAS" > "$stamp"

@@ -1,0 +1,50 @@
+"""Every notebook runs top to bottom in a real kernel (nbclient), in a scratch folder."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+def test_there_are_notebooks() -> None:
+    assert [p.name for p in NOTEBOOKS][:2] == ["00_tour.ipynb", "01_passes.ipynb"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_runs(path: Path, tmp_path: Path) -> None:
+    copy = tmp_path / path.name
+    shutil.copy(path, copy)
+    notebook = nbformat.read(copy, as_version=4)
+    client = NotebookClient(
+        notebook,
+        timeout=300,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(tmp_path)}},
+        store_widget_state=True,
+    )
+    client.execute()
+    errors = [
+        o
+        for c in notebook.cells
+        if c.cell_type == "code"
+        for o in c.get("outputs", [])
+        if o.output_type == "error"
+    ]
+    assert not errors, errors[0]["evalue"] if errors else ""
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebooks_are_committed_without_outputs(path: Path) -> None:
+    notebook = nbformat.read(path, as_version=4)
+    assert all(
+        not c.get("outputs") and c.get("execution_count") is None
+        for c in notebook.cells
+        if c.cell_type == "code"
+    )
