@@ -10,8 +10,8 @@ Examples
 >>> from explorer.passes import get_pass, pass_names
 >>> len(pass_names("onnxoptimizer")) > 40
 True
->>> print(get_pass("ort:extended").description[:40])  # doctest: +ELLIPSIS
-ONNX Runtime...
+>>> "com.microsoft" in get_pass("ort:extended").description
+True
 """
 
 from __future__ import annotations

@@ -63,59 +63,50 @@ def _in_worker(
         return onnx.load(str(out)), list(log)
 
 
-def _onnxoptimizer_runner(passes: Sequence[str], label: str) -> Callable[..., tuple[ModelProto, list[str]]]:
+def _runner(
+    step: Callable[..., list[str]],
+    label: str,
+    *fixed: Any,
+    from_params: Callable[[Mapping[str, Any]], tuple] | None = None,
+) -> Callable[..., tuple[ModelProto, list[str]]]:
+    """A runner calling ``step(path, *fixed, *from_params(params))`` in the worker."""
+
     def run(model: ModelProto, params: Mapping[str, Any]) -> tuple[ModelProto, list[str]]:
-        return _in_worker(
-            native_steps.onnxoptimizer_step,
-            model,
-            list(passes),
-            bool(params.get("fixed_point", False)),
-            bool(params.get("cleanup", True)),
-            bool(params.get("fold", True)),
-            label=label,
-            timeout=params.get("timeout", DEFAULT_PASS_TIMEOUT),
-        )
+        timeout = params.get("timeout", DEFAULT_PASS_TIMEOUT)
+        extra = from_params(params) if from_params is not None else ()
+        return _in_worker(step, model, *fixed, *extra, label=label, timeout=timeout)
 
     return run
+
+
+def _onnxoptimizer_args(params: Mapping[str, Any]) -> tuple:
+    return (
+        bool(params.get("fixed_point")),
+        bool(params.get("cleanup", True)),
+        bool(params.get("fold", True)),
+    )
+
+
+def _onnxsim_args(params: Mapping[str, Any]) -> tuple:
+    shapes = params.get("input_shapes")
+    return (dict(shapes) if shapes else None, bool(params.get("portable", True)))
+
+
+def _onnxoptimizer_runner(passes: Sequence[str], label: str) -> Callable[..., tuple[ModelProto, list[str]]]:
+    return _runner(native_steps.onnxoptimizer_step, label, list(passes), from_params=_onnxoptimizer_args)
 
 
 def _onnxsim_runner(mode: str, label: str) -> Callable[..., tuple[ModelProto, list[str]]]:
-    def run(model: ModelProto, params: Mapping[str, Any]) -> tuple[ModelProto, list[str]]:
-        shapes = params.get("input_shapes")
-        return _in_worker(
-            native_steps.onnxsim_step,
-            model,
-            mode,
-            dict(shapes) if shapes else None,
-            bool(params.get("portable", True)),
-            label=label,
-            timeout=params.get("timeout", DEFAULT_PASS_TIMEOUT),
-        )
-
-    return run
+    return _runner(native_steps.onnxsim_step, label, mode, from_params=_onnxsim_args)
 
 
 def _ort_runner(level: str, label: str) -> Callable[..., tuple[ModelProto, list[str]]]:
-    def run(model: ModelProto, params: Mapping[str, Any]) -> tuple[ModelProto, list[str]]:
-        return _in_worker(
-            native_steps.ort_optimize_step,
-            model,
-            level,
-            label=label,
-            timeout=params.get("timeout", DEFAULT_PASS_TIMEOUT),
-        )
-
-    return run
+    return _runner(native_steps.ort_optimize_step, label, level)
 
 
-def _version_runner(model: ModelProto, params: Mapping[str, Any]) -> tuple[ModelProto, list[str]]:
-    return _in_worker(
-        native_steps.version_convert_step,
-        model,
-        int(params["opset"]),
-        label="version_converter",
-        timeout=params.get("timeout", DEFAULT_PASS_TIMEOUT),
-    )
+_version_runner = _runner(
+    native_steps.version_convert_step, "version_converter", from_params=lambda params: (int(params["opset"]),)
+)
 
 
 def _ort_levels() -> list[str]:
