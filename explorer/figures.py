@@ -26,6 +26,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
@@ -226,20 +227,18 @@ def _group_value(values: Sequence[Any]) -> Any:
     return ranked.most_common(1)[0][0]
 
 
-def _edge_xy(layout: Layout) -> tuple[list[float | None], list[float | None]]:
-    xs: list[float | None] = []
-    ys: list[float | None] = []
+def _edge_xy(layout: Layout) -> tuple[np.ndarray, np.ndarray]:
+    """All edge polylines in two arrays, each polyline followed by a NaN (a gap in the line)."""
+    points: list[tuple[float, float]] = []
+    gap = (math.nan, math.nan)
     for edge in layout.edges:
-        points = layout.edge_points.get(edge) or (layout.positions[edge[0]], layout.positions[edge[1]])
-        for x, y in points:
-            xs.append(x)
-            ys.append(y)
-        xs.append(None)
-        ys.append(None)
-    return xs, ys
+        points.extend(layout.edge_points.get(edge) or (layout.positions[edge[0]], layout.positions[edge[1]]))
+        points.append(gap)
+    array = np.array(points, dtype=float).reshape(-1, 2)
+    return array[:, 0], array[:, 1]
 
 
-def _arrow_xy(layout: Layout) -> tuple[list[float], list[float], list[float]]:
+def _arrow_xy(layout: Layout) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     xs, ys, angles = [], [], []
     gap = 0.28 * layout.vgap
     for edge in layout.edges:
@@ -253,7 +252,7 @@ def _arrow_xy(layout: Layout) -> tuple[list[float], list[float], list[float]]:
         ys.append(y0 + (y1 - y0) * t)
         # plotly's marker angle turns clockwise from "up"; triangle-up pointing along the edge
         angles.append(math.degrees(math.atan2(x1 - x0, y1 - y0)))
-    return xs, ys, angles
+    return np.array(xs, dtype=float), np.array(ys, dtype=float), np.array(angles, dtype=float)
 
 
 def diff_overlay(diff: GraphDiff, side: str = "after") -> dict[str, str]:
@@ -332,8 +331,8 @@ def graph_figure(
     if layout is None:
         layout = layered(graph, collapse=auto_collapse(graph))
     items = list(layout.positions)
-    xs = [layout.positions[i][0] for i in items]
-    ys = [layout.positions[i][1] for i in items]
+    coords = np.array([layout.positions[i] for i in items], dtype=float).reshape(-1, 2)
+    xs, ys = coords[:, 0], coords[:, 1]
     colors = node_colors(graph, layout, color_by, overlay, palette)
     numeric = (
         bool(colors)
@@ -342,17 +341,21 @@ def graph_figure(
     )
     hover = [node_hover(graph, layout, i) for i in items]
     is_group = [i in layout.groups for i in items]
-    sizes = [
-        min(34, 14 + 3 * math.log2(len(layout.groups[i]))) if g else 12
-        for i, g in zip(items, is_group, strict=True)
-    ]
-    symbols = ["square" if g else "circle" for g in is_group]
-    line_widths = [2.5 if i == selected else 0.5 for i in items]
-    line_colors = ["#000" if i == selected else "#444" for i in items]
+    # numpy arrays and scalars where possible: plotly validates Python lists element by element
+    sizes = np.array(
+        [
+            min(34, 14 + 3 * math.log2(len(layout.groups[i]))) if g else 12
+            for i, g in zip(items, is_group, strict=True)
+        ],
+        dtype=float,
+    )
+    symbols: Any = ["square" if g else "circle" for g in is_group] if any(is_group) else "circle"
+    line_widths: Any = np.array([2.5 if i == selected else 0.5 for i in items]) if selected else 0.5
+    line_colors: Any = ["#000" if i == selected else "#444" for i in items] if selected else "#444"
 
     edge_x, edge_y = _edge_xy(layout)
     arrows = len(layout.edges) <= ARROW_LIMIT
-    arrow_x, arrow_y, arrow_angle = _arrow_xy(layout) if arrows else ([], [], [])
+    arrow_x, arrow_y, arrow_angle = _arrow_xy(layout) if arrows else (np.empty(0), np.empty(0), np.empty(0))
     show_labels = len(items) <= LABEL_LIMIT if labels is None else labels
     label_text = [_label(graph, layout, i) for i in items]
 
@@ -365,7 +368,7 @@ def graph_figure(
     if numeric:
         known = [c for c in colors if isinstance(c, float)]
         floor = min(known)  # items without a value take the bottom of the scale
-        values = [c if isinstance(c, float) else floor for c in colors]
+        values = np.array([c if isinstance(c, float) else floor for c in colors], dtype=float)
         marker.update(color=values, colorscale=colorscale, showscale=True, colorbar={"thickness": 12})
     else:
         marker["color"] = colors

@@ -136,7 +136,7 @@ class GraphView(w.VBox):
         self.subgraph_buttons = w.HBox()
         panel = w.VBox(
             [w.HTML(_CSS), self.details, self.subgraph_buttons],
-            layout=w.Layout(width="36%", max_height=f"{height}px", overflow_y="auto"),
+            layout=w.Layout(width="36%", max_height=f"{height}px", overflow="auto"),
         )
         panel.add_class("oge-panel")
         toolbar = w.HBox(
