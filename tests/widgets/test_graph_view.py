@@ -1,0 +1,73 @@
+"""GraphView in Python (the browser tests drive it in JupyterLab): state and events without a page."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from explorer import zoo
+from explorer.figures import DIFF_COLORS, LABEL_LIMIT, LABELS, NODES
+from widgets import GraphView
+
+
+def _click(view: GraphView, item: str) -> None:
+    trace = view.figure.data[NODES]
+    index = list(trace.customdata).index(item)
+    view._clicked(trace, SimpleNamespace(point_inds=[index]), None)
+
+
+def test_click_on_a_node_selects_it_and_shows_its_details() -> None:
+    view = GraphView("zoo:resnet18", collapse=None)
+    _click(view, "/conv1/Conv")
+    assert view.selected == "/conv1/Conv"
+    assert 'data-node="/conv1/Conv"' in view.details.value
+    widths = list(view.figure.data[NODES].marker.line.width)
+    assert widths[list(view.figure.data[NODES].customdata).index("/conv1/Conv")] == 2.5
+
+
+def test_click_on_a_box_expands_it_in_place() -> None:
+    view = GraphView("zoo:resnet18", collapse=1)
+    before = dict(view.layout_.positions)
+    _click(view, "scope:layer4")
+    after = view.layout_.positions
+    assert "scope:layer4" not in after
+    assert any(item.startswith("scope:layer4/") or item.startswith("/layer4/") for item in after)
+    assert after["scope:layer1"] == before["scope:layer1"]  # what is above the box does not move
+
+
+def test_search_finds_by_op_type_and_name_and_reveals_hidden_nodes() -> None:
+    view = GraphView("zoo:resnet18", collapse=1)
+    assert len(view.find("batchnormalization")) == 20
+    assert view.selected in view.layout_.positions  # revealed from its box
+    assert view.find("layer3.1/conv2")[0] == "/layer3/layer3.1/conv2/Conv"
+    assert view.find("no-such-thing") == [] and "no node matches" in view.status.value
+
+
+def test_overlays_and_colour_by() -> None:
+    view = GraphView("zoo:mlp")
+    view.set_overlay("status", {"/fc1/Gemm": "added"}, palette=DIFF_COLORS)
+    colors = dict(zip(view.figure.data[NODES].customdata, view.figure.data[NODES].marker.color, strict=True))
+    assert colors["/fc1/Gemm"] == DIFF_COLORS["added"]
+    view.color_menu.value = "scope"
+    assert view.figure.data[NODES].marker.color != colors
+
+
+def test_subgraphs_open_and_close() -> None:
+    view = GraphView("zoo:control_flow")
+    node = next(n for n in view.graph.subgraphs if view.graph.node(n)["op_type"] == "If")
+    view.select(node)
+    assert len(view.subgraph_buttons.children) == 2
+    view.subgraph_buttons.children[0].click()
+    assert view.graph.depth == 1 and view.back_button.layout.display is None
+    view.close_subgraph()
+    assert view.graph.depth == 0 and view.back_button.layout.display == "none"
+
+
+def test_labels_follow_the_zoom() -> None:
+    view = GraphView(zoo.build("transformer", layers=6, hidden=32), collapse=None)
+    assert len(view.layout_.positions) > LABEL_LIMIT
+    labels = view.figure.data[LABELS]
+    view._zoomed(None, [-1000, 1000], [-1000, 1000])
+    assert labels.visible is False  # too many items in view to read labels
+    x, y = view.layout_.positions["input:input_ids"]
+    view._zoomed(None, [x - 2, x + 2], [y - 2, y + 2])
+    assert labels.visible is True

@@ -1,0 +1,57 @@
+"""PassStepper in Python: running, stepping, skipping unchanged steps, the table and the highlights."""
+
+from __future__ import annotations
+
+import pytest
+
+from explorer.figures import DIFF_COLORS
+from widgets import PassStepper
+
+
+def test_runs_and_shows_the_first_changed_step() -> None:
+    stepper = PassStepper("zoo:resnet18", "eliminate_identity,fuse_bn_into_conv", verify=False)
+    assert stepper.step == 2 and stepper.slider.value == 2
+    assert "fuse_bn_into_conv" in stepper.step_title.value
+    assert "Conv + BatchNormalization -&gt; Conv" in stepper.fusions.value
+    assert stepper.table.value.count("<tr") == 3  # header + 2 steps
+
+
+def test_skipping_unchanged_steps() -> None:
+    stepper = PassStepper(
+        "zoo:resnet18", "fuse_bn_into_conv,eliminate_identity,eliminate_nop_pad", verify=False
+    )
+    stepper.hide_unchanged.value = True
+    assert stepper.visible_steps() == [0, 1]
+    stepper.show(0)
+    stepper.move(+1)
+    assert stepper.step == 1
+    stepper.move(+1)
+    assert stepper.step == 1  # nothing after it changed anything
+
+
+def test_highlights_are_the_diff() -> None:
+    stepper = PassStepper("zoo:resnet18", "fuse_bn_into_conv", verify=False)
+    statuses = {color: status for status, color in DIFF_COLORS.items()}
+    before = {k: statuses[v] for k, v in stepper.highlighted("before").items()}
+    after = {k: statuses[v] for k, v in stepper.highlighted("after").items()}
+    assert before == {k: v for k, v in stepper.diff.status_before().items() if v != "kept"}
+    assert after == {k: v for k, v in stepper.diff.status_after().items() if v != "kept"}
+
+
+def test_picking_passes_builds_the_pipeline() -> None:
+    stepper = PassStepper("zoo:mlp", verify=False)
+    assert stepper.timeline is None
+    stepper.family.value = "ort"
+    assert stepper.pass_menu.options[0] == "ort:basic"
+    assert "com.microsoft" in stepper.explanation.value or "ONNX Runtime" in stepper.explanation.value
+    stepper.add_button.click()
+    assert stepper.pipeline_text.value == "ort:basic"
+    stepper.run_button.click()
+    assert len(stepper.timeline) == 2 and stepper.progress.value == stepper.progress.max
+
+
+def test_unknown_pass_is_reported() -> None:
+    stepper = PassStepper("zoo:mlp", verify=False)
+    with pytest.raises(KeyError):
+        stepper.run("fuse_bn_into_cnv")
+    assert "did you mean" in stepper.message.value
