@@ -469,12 +469,17 @@ def _visible(graph: ModelGraph, collapse: int | frozenset[Scope] | None) -> _Vis
     )
 
 
-def auto_collapse(graph: ModelGraph, max_items: int = 300) -> int | None:
+def auto_collapse(
+    graph: ModelGraph, max_items: int = 300, *, min_items: int = 20, hard_max: int = 1000
+) -> int | None:
     """Choose a collapse depth that keeps the view to at most ``max_items`` items.
 
     Returns ``None`` when the graph already has at most ``max_items`` nodes;
     otherwise the deepest (most detailed) depth whose view fits, or 1 (the
-    most collapsed view) when none does.
+    most collapsed view) when none does. When the depth that fits shows fewer
+    than ``min_items`` items (a 50k-node transformer at depth 1 is four boxes:
+    input, embeddings, encoder, output), the next depth is taken if it stays
+    under ``hard_max`` (the encoder's layers, one box each).
 
     Parameters
     ----------
@@ -482,6 +487,10 @@ def auto_collapse(graph: ModelGraph, max_items: int = 300) -> int | None:
         The graph.
     max_items : int
         Most visible items (nodes plus boxes) wanted.
+    min_items : int
+        Fewer items than this is too coarse to be useful.
+    hard_max : int
+        Most items accepted when going one level finer than ``max_items`` allows.
 
     Returns
     -------
@@ -503,6 +512,13 @@ def auto_collapse(graph: ModelGraph, max_items: int = 300) -> int | None:
     deepest = max((len(s) for s in by_scope), default=0)
     for depth in range(deepest, 0, -1):
         if _items_at_depth(by_scope, depth) <= max_items:
+            finer = depth + 1
+            if (
+                _items_at_depth(by_scope, depth) < min_items
+                and finer <= deepest
+                and _items_at_depth(by_scope, finer) <= hard_max
+            ):
+                return finer
             return depth
     return 1
 
