@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
@@ -408,7 +409,11 @@ def _export_torch(module: Any, example_inputs: Any) -> ModelProto:
         target = Path(tmp) / "model.onnx"
         module.eval()
         try:  # not under no_grad: it sends nn.Transformer* down fused kernels the exporter cannot export
-            torch.onnx.export(module, args, str(target), dynamo=False)
+            with warnings.catch_warnings():
+                # the TorchScript exporter is deprecated but names nodes by module path (/layer1/conv/Conv);
+                # the dynamo exporter (the fallback below) keeps scopes in metadata, which we read too
+                warnings.simplefilter("ignore")
+                torch.onnx.export(module, args, str(target), dynamo=False)
         except Exception as first:  # the TorchScript exporter is deprecated; try the dynamo one
             try:
                 torch.onnx.export(module, args, str(target), dynamo=True, external_data=False)
