@@ -52,6 +52,7 @@ __all__ = [
     "node_colors",
     "node_hover",
     "diff_overlay",
+    "fusion_notes",
     "op_color",
     "op_histogram_figure",
     "timeline_figure",
@@ -255,6 +256,26 @@ def _arrow_xy(layout: Layout) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return np.array(xs, dtype=float), np.array(ys, dtype=float), np.array(angles, dtype=float)
 
 
+def fusion_notes(diff: GraphDiff, side: str = "after") -> dict[str, str]:
+    """Node id -> a hover line linking each fusion's nodes on one side of a diff.
+
+    Examples
+    --------
+    >>> from explorer.timeline import run_pipeline
+    >>> t = run_pipeline("zoo:resnet18", "fuse_bn_into_conv", verify=False)
+    >>> fusion_notes(t.diff(1), "before")["/bn1/BatchNormalization"]
+    'fused into /conv1/Conv: Conv + BatchNormalization -> Conv'
+    """
+    notes: dict[str, str] = {}
+    for fusion in diff.fusions:
+        if side == "after":
+            notes[fusion.into] = f"{fusion.kind} from {', '.join(fusion.sources)}: {fusion.pattern}"
+        else:
+            for source in fusion.sources:
+                notes[source] = f"{fusion.kind} into {fusion.into}: {fusion.pattern}"
+    return notes
+
+
 def diff_overlay(diff: GraphDiff, side: str = "after") -> dict[str, str]:
     """Node id -> diff status, for colouring one side of a diff.
 
@@ -289,6 +310,7 @@ def graph_figure(
     height: int = 700,
     labels: bool | None = None,
     selected: str | None = None,
+    notes: Mapping[str, str] | None = None,
 ) -> go.Figure:
     """Draw a ModelGraph: nodes, edges with arrowheads, op labels, hover details.
 
@@ -316,6 +338,8 @@ def graph_figure(
         Show op labels; by default when at most :data:`LABEL_LIMIT` items are drawn.
     selected : str, optional
         An item to mark with a ring.
+    notes : mapping, optional
+        Item -> a line added to its hover text (e.g. the fusion it took part in).
 
     Returns
     -------
@@ -340,6 +364,8 @@ def graph_figure(
         and any(isinstance(c, float) for c in colors)
     )
     hover = [node_hover(graph, layout, i) for i in items]
+    if notes:
+        hover = [f"{h}<br><i>{notes[i]}</i>" if i in notes else h for h, i in zip(hover, items, strict=True)]
     is_group = [i in layout.groups for i in items]
     # numpy arrays and scalars where possible: plotly validates Python lists element by element
     sizes = np.array(

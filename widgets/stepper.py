@@ -28,7 +28,7 @@ import plotly.graph_objects as go
 
 from explorer import load
 from explorer.diff import GraphDiff
-from explorer.figures import DIFF_COLORS, NODES, diff_overlay, graph_figure
+from explorer.figures import DIFF_COLORS, NODES, diff_overlay, fusion_notes, graph_figure
 from explorer.graph import ModelGraph
 from explorer.layout import Layout, auto_collapse, layered
 from explorer.passes import FAMILIES, get_pass, pass_names
@@ -286,7 +286,7 @@ class PassStepper(w.VBox):
         if index == 0:
             self.diff = None
             before_graph, after_graph = snap.graph, snap.graph
-            overlay_before = overlay_after = None
+            overlay_before = overlay_after = notes_before = notes_after = None
             before_layout = after_layout = self._layout(0)
         else:
             self.diff = self.timeline.diff(index)
@@ -295,15 +295,19 @@ class PassStepper(w.VBox):
                 diff_overlay(self.diff, "before"),
                 diff_overlay(self.diff, "after"),
             )
+            notes_before, notes_after = fusion_notes(self.diff, "before"), fusion_notes(self.diff, "after")
             before_layout, after_layout = self._layout(index - 1), self._layout(index)
-        self._draw(self.before, before_graph, before_layout, overlay_before)
-        self._draw(self.after, after_graph, after_layout, overlay_after)
+        self._draw(self.before, before_graph, before_layout, overlay_before, notes_before)
+        self._draw(self.after, after_graph, after_layout, overlay_after, notes_after)
         self._update_title(index)
         self._update_fusions()
         self._update_table()
 
-    def _draw(self, target: go.FigureWidget, graph: ModelGraph, layout: Layout, overlay: Any) -> None:
-        sync_figure(target, graph_figure(graph, layout, overlay, height=self._height), view=True)
+    def _draw(
+        self, target: go.FigureWidget, graph: ModelGraph, layout: Layout, overlay: Any, notes: Any = None
+    ) -> None:
+        fig = graph_figure(graph, layout, overlay, height=self._height, notes=notes)
+        sync_figure(target, fig, view=True)
 
     def _update_title(self, index: int) -> None:
         snap = self.timeline[index]
