@@ -38,6 +38,7 @@ __all__ = [
     "create_ort_session",
     "run_ort",
     "tvm_import",
+    "save_model",
 ]
 
 PathLike = str | os.PathLike
@@ -78,8 +79,18 @@ def _load(path: PathLike, *, external_data: bool = True) -> Any:
     return onnx.load(os.fspath(path), load_external_data=external_data)
 
 
-def _save(model: Any, out_path: PathLike) -> None:
-    """Save ``model``; tensors go to ``<name>.data`` next to it when the proto is too big for one file."""
+def save_model(model: Any, out_path: PathLike) -> None:
+    """Save ``model``; tensors go to ``<name>.data`` next to it when the proto is too big for one file.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from explorer import zoo
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     save_model(zoo.build("mlp"), os.path.join(tmp, "m.onnx"))
+    ...     sorted(os.listdir(tmp))
+    ['m.onnx']
+    """
     import onnx
 
     out = Path(out_path)
@@ -254,7 +265,7 @@ def simplify(
     )
     report(0.9, "saving")
     if out_path is not None:
-        _save(simplified, out_path)
+        save_model(simplified, out_path)
     return {
         "nodes_before": before,
         "nodes_after": _node_count(simplified),
@@ -316,7 +327,7 @@ def optimize(
     before = _node_count(model)
     optimized = onnxoptimizer.optimize(model, names, fixed_point)
     if out_path is not None:
-        _save(optimized, out_path)
+        save_model(optimized, out_path)
     return {
         "nodes_before": before,
         "nodes_after": _node_count(optimized),

@@ -23,51 +23,23 @@ from collections.abc import Mapping, Sequence
 
 import onnx
 
+from .. import native
+from ..native import save_model
+
 __all__ = [
     "onnxoptimizer_step",
     "fold_constants",
-    "count_or_zero",
     "CLEANUP_PASSES",
     "FOLDABLE_OPS",
     "FOLD_MAX_BYTES",
     "onnxsim_step",
     "ort_optimize_step",
     "version_convert_step",
-    "save_model",
-    "LARGE_MODEL_BYTES",
     "PORTABILITY_SKIPS",
 ]
 
 PORTABILITY_SKIPS = ("fuse_attention", "fuse_gqa")
 """onnxsim optimizers that emit ONNX Runtime-only contrib ops; skipped unless ``portable=False``."""
-
-LARGE_MODEL_BYTES = 1_800_000_000
-"""Models above this size are saved with their tensors in an external file."""
-
-
-def save_model(model: onnx.ModelProto, path: str) -> None:
-    """Save ``model`` to ``path``, with external data next to it when it is too big for one protobuf.
-
-    Examples
-    --------
-    >>> import tempfile, os
-    >>> from explorer import zoo
-    >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     save_model(zoo.build("mlp"), os.path.join(tmp, "m.onnx"))
-    ...     sorted(os.listdir(tmp))
-    ['m.onnx']
-    """
-    import os
-
-    big = model.ByteSize() > LARGE_MODEL_BYTES
-    onnx.save_model(
-        model,
-        path,
-        save_as_external_data=big,
-        all_tensors_to_one_file=True,
-        location=os.path.basename(path) + ".data" if big else None,
-    )
-
 
 CLEANUP_PASSES = ("eliminate_deadend", "eliminate_unused_initializer")
 """Run after a single onnxoptimizer pass (when ``cleanup``) so dead nodes it leaves do not show."""
@@ -224,7 +196,7 @@ def onnxoptimizer_step(
         count = fold_constants(optimized)
         if count:
             log.append(f"folded {count} nodes computing on constants into initializers")
-    if cleanup and count_or_zero(optimized, model):
+    if cleanup and _nodes_changed(optimized, model):
         optimized = onnxoptimizer.optimize(optimized, list(CLEANUP_PASSES), False)
         log.append("removed what the pass left unused (" + ", ".join(CLEANUP_PASSES) + ")")
     _drop_inferred_value_info(optimized, had_value_info)
@@ -232,15 +204,8 @@ def onnxoptimizer_step(
     return log
 
 
-def count_or_zero(optimized: onnx.ModelProto, original: onnx.ModelProto) -> bool:
-    """Whether the pass touched the graph (so a clean-up may be due).
-
-    Examples
-    --------
-    >>> from explorer import zoo
-    >>> count_or_zero(zoo.build("mlp"), zoo.build("mlp"))
-    False
-    """
+def _nodes_changed(optimized: onnx.ModelProto, original: onnx.ModelProto) -> bool:
+    """Whether the pass touched the graph's nodes (so a clean-up may be due)."""
     if len(optimized.graph.node) != len(original.graph.node):
         return True
     return [n.SerializeToString() for n in optimized.graph.node] != [
@@ -309,28 +274,21 @@ def onnxsim_step(
     >>> onnxsim_step.__defaults__
     ('full', None, True)
     """
-    import onnxsim
-
-    model = onnx.load(path)
     log: list[str] = []
-    kwargs: dict = {"check_n": 0}
-    if portable:
-        kwargs["skipped_optimizers"] = list(PORTABILITY_SKIPS)
-    if mode == "full":
-        if input_shapes:
-            kwargs["overwrite_input_shapes"] = {k: list(v) for k, v in input_shapes.items()}
-    elif mode == "constant_folding":
-        kwargs["perform_optimization"] = False
-    elif mode == "shape_ops":
-        shapes, log = _fixed_shapes(model, input_shapes)
-        kwargs["perform_optimization"] = False
-        if shapes:
-            kwargs["overwrite_input_shapes"] = shapes
-    else:
+    shapes = {k: list(v) for k, v in input_shapes.items()} if input_shapes else None
+    if mode == "shape_ops":
+        shapes, log = _fixed_shapes(onnx.load(path, load_external_data=False), input_shapes)
+    elif mode not in ("full", "constant_folding"):
         raise ValueError(f"unknown onnxsim mode {mode!r}; use full, constant_folding or shape_ops")
-    simplified, ok = onnxsim.simplify(model, **kwargs)
-    save_model(simplified, out_path)
-    return [*log, f"onnxsim {mode}: check {'passed' if ok else 'FAILED'}"]
+    summary = native.simplify(
+        path,
+        out_path,
+        (shapes or None) if mode != "constant_folding" else None,
+        check_n=0,
+        perform_optimization=mode == "full",
+        skipped_optimizers=list(PORTABILITY_SKIPS) if portable else None,
+    )
+    return [*log, f"onnxsim {mode}: check {'passed' if summary['check_ok'] else 'FAILED'}"]
 
 
 def ort_optimize_step(path: str, level: str, *, out_path: str) -> list[str]:
@@ -352,21 +310,8 @@ def ort_optimize_step(path: str, level: str, *, out_path: str) -> list[str]:
     """
     import onnxruntime as ort
 
-    levels = {
-        "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
-        "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
-        "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
-    }
-    if hasattr(ort.GraphOptimizationLevel, "ORT_ENABLE_LAYOUT"):
-        levels["layout"] = ort.GraphOptimizationLevel.ORT_ENABLE_LAYOUT
-    if level not in levels:
-        raise ValueError(f"unknown ONNX Runtime level {level!r}; use one of {', '.join(levels)}")
-    options = ort.SessionOptions()
-    options.graph_optimization_level = levels[level]
-    options.optimized_model_filepath = out_path
-    options.log_severity_level = 3
-    ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
-    return [f"onnxruntime {ort.__version__}: {level} level on CPUExecutionProvider"]
+    info = native.create_ort_session(path, out_path, optimization_level=level)
+    return [f"onnxruntime {ort.__version__}: {level} level on {', '.join(info['providers'])}"]
 
 
 def version_convert_step(path: str, opset: int, *, out_path: str) -> list[str]:

@@ -16,36 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import worker
+from .. import native, worker
 
-__all__ = ["run_onnxruntime", "ort_run_step"]
-
-
-def ort_run_step(
-    path: str,
-    feeds: Mapping[str, np.ndarray],
-    providers: Sequence[str] = ("CPUExecutionProvider",),
-    optimization: str = "all",
-) -> list[np.ndarray]:
-    """Create a session for the model at ``path`` and run it once (runs in the worker).
-
-    Examples
-    --------
-    >>> ort_run_step.__name__
-    'ort_run_step'
-    """
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    options.graph_optimization_level = {
-        "disabled": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
-        "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
-        "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
-        "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
-    }[optimization]
-    session = ort.InferenceSession(path, options, providers=list(providers))
-    return [np.asarray(o) for o in session.run(None, dict(feeds))]
+__all__ = ["run_onnxruntime"]
 
 
 def run_onnxruntime(
@@ -85,13 +58,14 @@ def run_onnxruntime(
     >>> len(run_onnxruntime(m, random_feeds(m), optimization="disabled"))
     1
     """
-    return worker.run_on_model(
-        ort_run_step,
+    outputs = worker.run_on_model(
+        native.run_ort,
         model,
         dict(feeds),
-        tuple(providers),
-        optimization,
+        providers=tuple(providers),
+        optimization_level="disable" if optimization == "disabled" else optimization,
         step="onnxruntime run",
         timeout=timeout,
         memory_mb=memory_mb,
     )
+    return [np.asarray(value) for value in outputs.values()]  # graph-output order
