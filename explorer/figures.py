@@ -31,7 +31,7 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 
 from .layout import GROUP_PREFIX, Layout, auto_collapse, layered
-from .tensors import format_shape
+from .tensors import format_bytes, format_shape
 
 if TYPE_CHECKING:
     from .diff import GraphDiff
@@ -108,14 +108,6 @@ def _shape_text(shape: Any, dtype: Any) -> str:
     return f"{format_shape(shape)} {dtype or ''}".strip()
 
 
-def _bytes_text(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n} B"
-
-
 def node_hover(graph: ModelGraph, layout: Layout, item: str) -> str:
     """Hover text of one item: op type, name, input/output shapes and dtypes, weights.
 
@@ -147,7 +139,7 @@ def node_hover(graph: ModelGraph, layout: Layout, item: str) -> str:
         lines.append(_shape_text(data.get("shape"), data.get("dtype")))
     for weight in data.get("weights", ())[:6]:
         lines.append(
-            f"w   {weight.name}: {format_shape(weight.shape)} {weight.dtype} ({_bytes_text(weight.nbytes)})"
+            f"w   {weight.name}: {format_shape(weight.shape)} {weight.dtype} ({format_bytes(weight.nbytes)})"
         )
     if len(data.get("weights", ())) > 6:
         lines.append(f"... {len(data['weights']) - 6} more weights")

@@ -40,7 +40,7 @@ from .errors import (
 )
 from .graph import ModelGraph, build_graph, iter_graphs
 from .shape_inference import infer_types, infer_types_isolated
-from .tensors import dtype_bits
+from .tensors import shape_bytes
 
 __all__ = ["load", "read_model", "fix_input_shapes", "external_tensors", "ZOO_PREFIX"]
 
@@ -307,10 +307,7 @@ def _load_external_data(tensors: list[TensorProto], base_dir: Path, label: str) 
             length = int(length_field) if length_field else None
         except ValueError:
             raise ExternalDataError(f"{what}: offset/length are not integers", path=label) from None
-        numel = 1
-        for d in tensor.dims:
-            numel *= int(d)
-        expected = (numel * dtype_bits(tensor.data_type) + 7) // 8
+        expected = shape_bytes(tuple(int(d) for d in tensor.dims), tensor.data_type) or 0
         if length is None:
             length = expected
         size = path.stat().st_size

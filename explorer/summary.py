@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -19,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 import onnx
 from onnx import GraphProto
 
-from .graph import constant_tensor, iter_graphs
-from .tensors import Shape, dtype_bits, dtype_name, format_shape, shape_from_type
+from .graph import INPUT_PREFIX, OUTPUT_PREFIX, constant_tensor, iter_graphs
+from .tensors import Shape, dtype_name, format_bytes, format_shape, shape_bytes, shape_from_type
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -204,7 +205,7 @@ class ModelSummary:
                 if self.subgraphs
                 else ""
             ),
-            f"params     {self.params:,} ({_human_bytes(self.param_bytes)}) in "
+            f"params     {self.params:,} ({format_bytes(self.param_bytes)}) in "
             f"{self.initializers} initializers and {self.constant_nodes} Constant nodes"
             + (f"; {self.external_tensors} stored externally" if self.external_tensors else ""),
             "inputs",
@@ -231,15 +232,6 @@ class ModelSummary:
         return "\n".join(lines)
 
 
-def _human_bytes(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{n} B"
-
-
 @functools.cache
 def _ort_kernels() -> frozenset[tuple[str, str]]:
     """(domain, op) pairs the installed ONNX Runtime has a kernel for, on any provider."""
@@ -255,13 +247,6 @@ def _has_schema(op_type: str, domain: str) -> bool:
         return onnx.defs.has(op_type, domain)
     except Exception:
         return False
-
-
-def _tensor_elements_and_bytes(dims: Any, elem_type: int) -> tuple[int, int]:
-    numel = 1
-    for d in dims:
-        numel *= int(d)
-    return numel, (numel * dtype_bits(elem_type) + 7) // 8
 
 
 def summarize(graph: ModelGraph) -> ModelSummary:
@@ -301,26 +286,24 @@ def summarize(graph: ModelGraph) -> ModelSummary:
             subgraphs += 1
             max_depth = max(max_depth, depth)
             sub_ops.update(n.op_type for n in graph_proto.node)
-        for tensor in graph_proto.initializer:
-            n, b = _tensor_elements_and_bytes(tensor.dims, tensor.data_type)
-            params += n
-            param_bytes += b
-            initializers += 1
-            external += tensor.data_location == onnx.TensorProto.EXTERNAL
+        tensors = list(graph_proto.initializer)
+        initializers += len(graph_proto.initializer)
         for node in graph_proto.node:
             if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
                 constants += 1
                 tensor = constant_tensor(node)
                 if tensor is not None:
-                    n, b = _tensor_elements_and_bytes(tensor.dims, tensor.data_type)
-                    params += n
-                    param_bytes += b
-                    external += tensor.data_location == onnx.TensorProto.EXTERNAL
+                    tensors.append(tensor)
             elif (node.domain, node.op_type) not in local_functions and not _has_schema(
                 node.op_type, node.domain
             ):
                 key = (node.domain or "ai.onnx", node.op_type)
                 (contrib if key in _ort_kernels() else unknown).add("::".join(key))
+        for tensor in tensors:
+            dims = tuple(int(d) for d in tensor.dims)
+            params += math.prod(dims)
+            param_bytes += shape_bytes(dims, tensor.data_type) or 0
+            external += tensor.data_location == onnx.TensorProto.EXTERNAL
 
     opsets = {(o.domain or "ai.onnx"): int(o.version) for o in model.opset_import}
     custom = tuple(sorted(d for d in opsets if d not in STANDARD_DOMAINS))
@@ -374,7 +357,7 @@ def _function_body(function: onnx.FunctionProto) -> GraphProto:
 
 
 def _spec(value: onnx.ValueInfoProto, graph: ModelGraph) -> TensorSpec:
-    node_id = ("input:" if graph.nx.has_node("input:" + value.name) else "output:") + value.name
+    node_id = (INPUT_PREFIX if graph.nx.has_node(INPUT_PREFIX + value.name) else OUTPUT_PREFIX) + value.name
     data = graph.nx.nodes.get(node_id)
     if data is not None and data.get("shape") is not None:
         return TensorSpec(value.name, data.get("dtype"), data["shape"])

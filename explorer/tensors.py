@@ -327,4 +327,20 @@ def format_shape(shape: Sequence[Dim] | None) -> str:
     return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
 
 
-__all__ += ["format_shape"]
+def format_bytes(n: float) -> str:
+    """Format a byte count for people: ``512 B``, ``1.5 KiB``, ``44.6 MiB``.
+
+    Examples
+    --------
+    >>> format_bytes(512), format_bytes(1536), format_bytes(46796448)
+    ('512 B', '1.5 KiB', '44.6 MiB')
+    """
+    size = float(n)
+    for unit in ("B", "KiB", "MiB"):
+        if size < 1024:
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GiB"
+
+
+__all__ += ["format_shape", "format_bytes"]
