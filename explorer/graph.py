@@ -27,7 +27,7 @@ from __future__ import annotations
 import ast
 from collections import ChainMap, Counter
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import networkx as nx
@@ -78,16 +78,8 @@ def iter_graphs(graph: GraphProto) -> Iterator[tuple[GraphProto, int]]:
     >>> [depth for _, depth in iter_graphs(helper.make_graph([], "g", [], []))]
     [0]
     """
-    stack: list[tuple[GraphProto, int]] = [(graph, 0)]
-    while stack:
-        current, depth = stack.pop()
-        yield current, depth
-        for node in current.node:
-            for attr in node.attribute:
-                if attr.type == AttributeProto.GRAPH:
-                    stack.append((attr.g, depth + 1))
-                elif attr.type == AttributeProto.GRAPHS:
-                    stack.extend((g, depth + 1) for g in attr.graphs)
+    for path, current in iter_graph_paths(graph):
+        yield current, len(path)
 
 
 GraphPath = tuple[tuple[int, str], ...]
@@ -207,26 +199,16 @@ def _outer_reads(node: NodeProto) -> set[str]:
     """Names the node's subgraphs (at any depth) read but do not define themselves."""
     read: set[str] = set()
     defined: set[str] = set()
-    stack: list[GraphProto] = []
     for attr in node.attribute:
-        if attr.type == AttributeProto.GRAPH:
-            stack.append(attr.g)
-        elif attr.type == AttributeProto.GRAPHS:
-            stack.extend(attr.graphs)
-    while stack:
-        graph = stack.pop()
-        defined.update(v.name for v in graph.input)
-        defined.update(t.name for t in graph.initializer)
-        defined.update(t.values.name for t in graph.sparse_initializer)
-        for sub in graph.node:
-            defined.update(sub.output)
-            read.update(name for name in sub.input if name)
-            for attr in sub.attribute:
-                if attr.type == AttributeProto.GRAPH:
-                    stack.append(attr.g)
-                elif attr.type == AttributeProto.GRAPHS:
-                    stack.extend(attr.graphs)
-        read.update(v.name for v in graph.output)
+        for _, top in _subgraph_attrs(attr):
+            for graph, _ in iter_graphs(top):
+                defined.update(v.name for v in graph.input)
+                defined.update(t.name for t in graph.initializer)
+                defined.update(t.values.name for t in graph.sparse_initializer)
+                for sub in graph.node:
+                    defined.update(sub.output)
+                    read.update(name for name in sub.input if name)
+                read.update(v.name for v in graph.output)
     return read - defined
 
 
@@ -437,7 +419,10 @@ class _Job:
     depth: int
     path: tuple[tuple[int, str], ...] = ()
     label: str = "main graph"
-    extra: dict[str, Any] = field(default_factory=dict)
+
+
+_Drawn = list[tuple[str, int, NodeProto]]
+"""(node id, index in the node list, node) of the operators a graph draws."""
 
 
 def _node_ids(nodes: list[NodeProto], indices: list[int], reserved: set[str]) -> list[str]:
@@ -469,7 +454,10 @@ def _edge_data(name: str, types: TypeTable, slots: tuple[int, ...], implicit: bo
     }
 
 
-def _build_one(job: _Job, types: TypeTable, constants_as_nodes: bool, source: str) -> ModelGraph:
+def _build_one(
+    job: _Job, types: TypeTable, constants_as_nodes: bool, source: str
+) -> tuple[ModelGraph, _Scope, _Drawn]:
+    """Build one graph (not its subgraphs); also return its scope and drawn nodes for the subgraphs."""
     proto = job.proto
     where = f"{source} ({job.label})" if job.label != "main graph" else source
     weights: dict[str, TensorInfo] = {t.name: tensor_info(t) for t in proto.initializer}
@@ -673,9 +661,8 @@ def _build_one(job: _Job, types: TypeTable, constants_as_nodes: bool, source: st
     graph.add_nodes_from(node_rows)
     graph.add_edges_from(edge_rows)
     _check_acyclic(graph, where)
-    job.extra["scope"] = scope
-    job.extra["drawn"] = list(zip(ids, indices, drawn, strict=True))
-    return ModelGraph(graph, proto=proto, weights=weights, source=source, depth=job.depth)
+    built = ModelGraph(graph, proto=proto, weights=weights, source=source, depth=job.depth)
+    return built, scope, list(zip(ids, indices, drawn, strict=True))
 
 
 _TORCH_SCOPES = "pkg.torch.onnx.name_scopes"
@@ -762,21 +749,22 @@ def build_graph(
         tables[path] = ChainMap(own, *parent.maps) if parent is not None else ChainMap(own)
 
     root_job = _Job(model.graph, None, 0)
-    root = _build_one(root_job, tables[()], constants_as_nodes, source)
+    root, root_scope, root_drawn = _build_one(root_job, tables[()], constants_as_nodes, source)
     root.model = model
-    stack: list[tuple[_Job, ModelGraph]] = [(root_job, root)]
+    stack: list[tuple[_Job, ModelGraph, _Scope, _Drawn]] = [(root_job, root, root_scope, root_drawn)]
     while stack:
-        job, owner = stack.pop()
-        for node_id, index, node in job.extra.pop("drawn"):
+        job, owner, scope, drawn = stack.pop()
+        for node_id, index, node in drawn:
             for attr in node.attribute:
                 for key, sub_proto in _subgraph_attrs(attr):
                     label = f"{job.label} > {node_id}.{key}" if job.depth else f"{node_id}.{key}"
                     if len(label) > 200:
                         label = "..." + label[-197:]
                     path = (*job.path, (index, key))
-                    child_job = _Job(sub_proto, job.extra["scope"], job.depth + 1, path=path, label=label)
-                    child = _build_one(child_job, tables[path], constants_as_nodes, source)
+                    child_job = _Job(sub_proto, scope, job.depth + 1, path=path, label=label)
+                    child, child_scope, child_drawn = _build_one(
+                        child_job, tables[path], constants_as_nodes, source
+                    )
                     owner.subgraphs.setdefault(node_id, {})[key] = child
-                    stack.append((child_job, child))
-        job.extra.clear()
+                    stack.append((child_job, child, child_scope, child_drawn))
     return root
