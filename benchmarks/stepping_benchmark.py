@@ -64,7 +64,7 @@ def step_cost(timeline: Timeline, index: int, *, cached: bool) -> float:
     """Seconds to prepare step ``index`` the way the stepper does (diff, two layouts, two figures)."""
     if not cached:
         clear_cache()
-        timeline._diffs.pop(index, None)
+        timeline._diffs.pop((index - 1, index), None)
         forget(timeline[index - 1].graph, timeline[index].graph)
     start = time.perf_counter()
     before, after = timeline[index - 1].graph, timeline[index].graph

@@ -34,7 +34,6 @@ from __future__ import annotations
 import gc
 import hashlib
 from collections import Counter, defaultdict
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -577,9 +576,7 @@ def _param_count(graph: ModelGraph) -> int:
 
 
 def _node_list_ops(graph: ModelGraph) -> Counter[str]:
-    if graph.model is not None:
-        return Counter(n.op_type for n in graph.model.graph.node)
-    return Counter(graph.proto.node[i].op_type for i in range(len(graph.proto.node)))
+    return Counter(n.op_type for n in graph.proto.node)  # proto is model.graph for a top-level graph
 
 
 def diff(before: ModelGraph, after: ModelGraph) -> GraphDiff:
@@ -669,7 +666,3 @@ def _diff(before: ModelGraph, after: ModelGraph) -> GraphDiff:
         weight_bytes_changed=new_bytes,
         matched_by=dict(matcher.rounds),
     )
-
-
-def _unused(_: Iterable[Any]) -> None:  # pragma: no cover - keeps Iterable import honest for type checkers
-    return None

@@ -350,11 +350,7 @@ def graph_figure(
     coords = np.array([layout.positions[i] for i in items], dtype=float).reshape(-1, 2)
     xs, ys = coords[:, 0], coords[:, 1]
     colors = node_colors(graph, layout, color_by, overlay, palette)
-    numeric = (
-        bool(colors)
-        and all(isinstance(c, float) for c in colors if not isinstance(c, str))
-        and any(isinstance(c, float) for c in colors)
-    )
+    numeric = any(isinstance(c, float) for c in colors)  # node_colors gives colour strings or values
     hover = [node_hover(graph, layout, i) for i in items]
     if notes:
         hover = [f"{h}<br><i>{notes[i]}</i>" if i in notes else h for h, i in zip(hover, items, strict=True)]

@@ -130,7 +130,7 @@ class Timeline:
 
     snapshots: tuple[Snapshot, ...]
     source: str
-    _diffs: dict[int, GraphDiff] = field(default_factory=dict, repr=False, compare=False)
+    _diffs: dict[tuple[int, int], GraphDiff] = field(default_factory=dict, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.snapshots)
@@ -163,7 +163,7 @@ class Timeline:
                 f"snapshot {index} has no previous step (the timeline has {len(self)} snapshots)"
             )
         base = index - 1 if against is None else against
-        key = index if against is None else -(index * len(self.snapshots) + base + 1)
+        key = (base, index)
         if key not in self._diffs:
             self._diffs[key] = diff(self.snapshots[base].graph, self.snapshots[index].graph)
         return self._diffs[key]
@@ -357,7 +357,7 @@ def run_pipeline(
         )
     current = graph
     current_diff = snapshots[0].max_abs_diff
-    diffs: dict[int, GraphDiff] = {}
+    diffs: dict[tuple[int, int], GraphDiff] = {}
     for step, pass_ in enumerate(passes, start=1):
         if progress is not None:
             progress(step, len(passes), pass_.name)
@@ -386,7 +386,7 @@ def run_pipeline(
                 changed = False  # same graph, only serialization details (names/order of initializers...)
                 log = (*log, "the graph is the same; only serialization details changed")
             else:
-                diffs[step] = step_diff
+                diffs[step - 1, step] = step_diff
             current = candidate
             if changed:
                 current_diff = _verify(current, feeds, reference) if verify else None
