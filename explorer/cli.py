@@ -181,16 +181,13 @@ def _passes(args: argparse.Namespace) -> int:
         raise ExplorerError("passes needs a MODEL (or --list)")
     from .timeline import run_pipeline
 
-    try:
-        timeline = run_pipeline(
-            args.model,
-            args.pipeline,
-            input_shapes=dict(args.input_shape) or None,
-            verify=not args.no_verify,
-            progress=None if args.json else _progress,
-        )
-    except KeyError as err:
-        raise ExplorerError(str(err).strip("'\"")) from None
+    timeline = run_pipeline(
+        args.model,
+        args.pipeline,
+        input_shapes=dict(args.input_shape) or None,
+        verify=not args.no_verify,
+        progress=None if args.json else _progress,
+    )
     if args.output:
         from .io import save_model_atomic
 
@@ -238,16 +235,13 @@ def _timeline_text(timeline: Any) -> str:
 def _report(args: argparse.Namespace) -> int:
     from .report import save
 
-    try:
-        path = save(
-            args.model,
-            args.output,
-            pipeline=args.pipeline,
-            input_shapes=dict(args.input_shape) or None,
-            collapse=None if args.expanded else "auto",
-        )
-    except KeyError as err:
-        raise ExplorerError(str(err).strip("'\"")) from None
+    path = save(
+        args.model,
+        args.output,
+        pipeline=args.pipeline,
+        input_shapes=dict(args.input_shape) or None,
+        collapse=None if args.expanded else "auto",
+    )
     print(f"wrote {path} ({path.stat().st_size / 2**20:.1f} MiB); open it in any browser, no network needed")
     return 0
 

@@ -32,6 +32,8 @@ __all__ = [
     "UnsafeExternalDataError",
     "MissingExternalDataError",
     "MissingDependencyError",
+    "UnknownNameError",
+    "UnknownPassError",
     "WorkerError",
     "WorkerCrashed",
     "WorkerTimeout",
@@ -103,6 +105,20 @@ class MissingExternalDataError(ExternalDataError):
 
 class MissingDependencyError(ExplorerError, ImportError):
     """An optional dependency is not installed; the message names the extra to install."""
+
+
+class UnknownNameError(ExplorerError, KeyError):
+    """A name (a sample model, a pass) is not registered; the message lists or suggests valid ones.
+
+    A :class:`KeyError`, but printed as its message rather than quoted.
+    """
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class UnknownPassError(UnknownNameError):
+    """The pipeline names a pass the registry does not have."""
 
 
 class WorkerError(ExplorerError):

@@ -163,8 +163,8 @@ def read_model(source: Source, *, example_inputs: Any = None) -> tuple[ModelProt
         name = source[len(ZOO_PREFIX) :]
         try:
             return zoo.build(name), source, None
-        except (KeyError, ValueError) as err:
-            raise ModelNotFoundError(str(err).strip("'\""), path=source) from None
+        except zoo.UnknownModelError as err:
+            raise ModelNotFoundError(str(err), path=source) from None
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
         return _parse(_read_file(path), str(path)), str(path), path.resolve().parent

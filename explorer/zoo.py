@@ -55,7 +55,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from explorer.errors import ExplorerError
+from explorer.errors import UnknownNameError
 
 __all__ = ["UnknownModelError", "names", "build", "defaults"]
 
@@ -74,15 +74,12 @@ class _Built(NamedTuple):
     functions: tuple[onnx.FunctionProto, ...] = ()
 
 
-class UnknownModelError(ExplorerError, KeyError, ValueError):
+class UnknownModelError(UnknownNameError, ValueError):
     """The name given to :func:`build` is not a model of the zoo.
 
     It is both a :class:`KeyError` and a :class:`ValueError`, and its message lists the
     valid names.
     """
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else ""
 
 
 # --------------------------------------------------------------------------------------

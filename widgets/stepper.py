@@ -28,6 +28,7 @@ import plotly.graph_objects as go
 
 from explorer import load
 from explorer.diff import GraphDiff
+from explorer.errors import UnknownPassError
 from explorer.figures import DIFF_COLORS, NODES, diff_overlay, fusion_notes, graph_figure
 from explorer.graph import ModelGraph
 from explorer.layout import Layout, auto_collapse, layered
@@ -208,8 +209,8 @@ class PassStepper(w.VBox):
             self.timeline = run_pipeline(
                 self.graph, spec, input_shapes=self.input_shapes, verify=self.verify, progress=report
             )
-        except KeyError as err:
-            self.message.value = f"<span style='color:#d62728'>{html.escape(str(err).strip(chr(39)))}</span>"
+        except UnknownPassError as err:
+            self.message.value = f"<span style='color:#d62728'>{html.escape(str(err))}</span>"
             raise
         self.progress.value = self.progress.max
         failed = [s for s in self.timeline.snapshots if s.error]

@@ -29,6 +29,7 @@ import onnx
 from onnx import ModelProto
 
 from .. import worker
+from ..errors import UnknownPassError
 from . import descriptions, native_steps
 from .base import FunctionPass
 
@@ -188,8 +189,8 @@ def get_pass(name: str, **parameters: Any) -> FunctionPass:
 
     Raises
     ------
-    KeyError
-        The name is not registered; the message suggests close names.
+    UnknownPassError
+        The name is not registered (a :class:`KeyError`); the message suggests close names.
 
     Examples
     --------
@@ -203,7 +204,7 @@ def get_pass(name: str, **parameters: Any) -> FunctionPass:
                 opset=int(name.split(":", 1)[1]), **parameters
             )
         except ValueError:
-            raise KeyError(f"{name!r}: the opset must be an integer, e.g. opset:13") from None
+            raise UnknownPassError(f"{name!r}: the opset must be an integer, e.g. opset:13") from None
     if name.startswith("onnxoptimizer:") and name.split(":", 1)[1] in registry:
         name = name.split(":", 1)[1]
     if name not in registry:
@@ -213,7 +214,7 @@ def get_pass(name: str, **parameters: Any) -> FunctionPass:
         hint = (
             f"; did you mean {', '.join(close)}?" if close else "; `onnx-explorer passes --list` lists them"
         )
-        raise KeyError(f"no pass named {name!r}{hint}")
+        raise UnknownPassError(f"no pass named {name!r}{hint}")
     found = registry[name]
     return found.with_parameters(**parameters) if parameters else found
 
