@@ -1442,22 +1442,7 @@ def _expand_in_place(layout: Layout, vis: _Visible, group: str, version: str) ->
         else:
             points = stretch(layout.edge_points[edge])
         edge_points[edge] = tuple(points)
-    result = Layout(
-        positions={item: positions[item] for item in vis.items},
-        layers={item: layers[item] for item in vis.items},
-        edges=tuple(edges),
-        edge_points=edge_points,
-        edge_tensors=dict(zip(edges, vis.tensors, strict=True)),
-        groups=vis.groups,
-        scopes=vis.scopes,
-        kinds=dict(zip(vis.items, vis.kinds, strict=True)),
-        collapsed=vis.collapsed,
-        back_edges=frozenset(backs),
-        version=version,
-        hgap=hgap,
-        vgap=vgap,
-    )
-    return result if _consistent(result) else None
+    return _patched_layout(vis, positions, layers, edges, edge_points, backs, version, hgap, vgap)
 
 
 def _member_edge(
@@ -1674,9 +1659,24 @@ def _collapse_in_place(layout: Layout, vis: _Visible, gid: str, version: str) ->
         if old is None:
             return None
         edge_points[edge] = _reroute(old, edge, gid, box_layer, box_x, layers, positions, close, vgap)
+    return _patched_layout(vis, positions, layers, edges, edge_points, (), version, hgap, vgap)
+
+
+def _patched_layout(
+    vis: _Visible,
+    positions: dict[str, Point],
+    layers: dict[str, int],
+    edges: Sequence[Edge],
+    edge_points: dict[Edge, tuple[Point, ...]],
+    back_edges: Iterable[Edge],
+    version: str,
+    hgap: float,
+    vgap: float,
+) -> Layout | None:
+    """The Layout an incremental :func:`expand` / :func:`collapse_group` made, or None if inconsistent."""
     result = Layout(
-        positions={i: positions[i] for i in vis.items},
-        layers={i: layers[i] for i in vis.items},
+        positions={item: positions[item] for item in vis.items},
+        layers={item: layers[item] for item in vis.items},
         edges=tuple(edges),
         edge_points=edge_points,
         edge_tensors=dict(zip(edges, vis.tensors, strict=True)),
@@ -1684,7 +1684,7 @@ def _collapse_in_place(layout: Layout, vis: _Visible, gid: str, version: str) ->
         scopes=vis.scopes,
         kinds=dict(zip(vis.items, vis.kinds, strict=True)),
         collapsed=vis.collapsed,
-        back_edges=frozenset(),
+        back_edges=frozenset(back_edges),
         version=version,
         hgap=hgap,
         vgap=vgap,
