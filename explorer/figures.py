@@ -54,6 +54,7 @@ __all__ = [
     "diff_overlay",
     "fusion_notes",
     "op_color",
+    "selection_ring",
     "op_histogram_figure",
     "timeline_figure",
     "initial_view",
@@ -84,6 +85,21 @@ COLOR_BY = ("op_type", "scope", "kind")
 _PALETTE = list(qualitative.Dark24) + list(qualitative.Light24)
 _KIND_COLORS = {"input": "#1f77b4", "output": "#17becf", "outer": "#7f7f7f", "constant": "#bcbd22"}
 _GROUP_COLOR = "#8c8c8c"
+
+
+def selection_ring(items: Sequence[str], selected: str | None) -> tuple[Any, Any]:
+    """Marker outline widths and colours that ring the ``selected`` item (scalars when none is).
+
+    Examples
+    --------
+    >>> widths, colors = selection_ring(["a", "b"], "b")
+    >>> widths.tolist(), colors
+    ([0.5, 2.5], ['#444', '#000'])
+    """
+    if selected is None:
+        return 0.5, "#444"
+    widths = np.array([2.5 if i == selected else 0.5 for i in items])
+    return widths, ["#000" if i == selected else "#444" for i in items]
 
 
 def op_color(name: str) -> str:
@@ -364,8 +380,7 @@ def graph_figure(
         dtype=float,
     )
     symbols: Any = ["square" if g else "circle" for g in is_group] if any(is_group) else "circle"
-    line_widths: Any = np.array([2.5 if i == selected else 0.5 for i in items]) if selected else 0.5
-    line_colors: Any = ["#000" if i == selected else "#444" for i in items] if selected else "#444"
+    line_widths, line_colors = selection_ring(items, selected)
 
     edge_x, edge_y = _edge_xy(layout)
     arrows = len(layout.edges) <= ARROW_LIMIT

@@ -27,7 +27,7 @@ import plotly.graph_objects as go
 
 from explorer import load
 from explorer.details import details_html, node_details
-from explorer.figures import COLOR_BY, LABEL_LIMIT, LABELS, NODES, graph_figure
+from explorer.figures import COLOR_BY, LABEL_LIMIT, LABELS, NODES, graph_figure, selection_ring
 from explorer.graph import ModelGraph
 from explorer.layout import GROUP_PREFIX, Layout, auto_collapse, collapse_group, expand, layered
 
@@ -262,9 +262,7 @@ class GraphView(w.VBox):
             buttons.append(button)
         self.subgraph_buttons.children = buttons
         nodes = self.figure.data[NODES]
-        items = list(nodes.customdata)
-        widths = [2.5 if i == item else 0.5 for i in items]
-        colors = ["#000" if i == item else "#444" for i in items]
+        widths, colors = selection_ring(list(nodes.customdata), item)
         with self.figure.batch_update():
             nodes.marker.line.width = widths
             nodes.marker.line.color = colors
