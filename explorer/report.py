@@ -19,6 +19,7 @@ from __future__ import annotations
 import html
 import json
 import os
+import string
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -42,28 +43,24 @@ from .load import load
 
 __all__ = ["build_html", "save", "LABEL_TOGGLE_JS"]
 
-LABEL_TOGGLE_JS = (
-    """
+LABEL_TOGGLE_JS = string.Template("""
 (function () {
   var gd = document.getElementById('{plot_id}');
   if (!gd) { return; }
   function update() {
     var xr = gd._fullLayout.xaxis.range, yr = gd._fullLayout.yaxis.range;
-    var nodes = gd.data[%(nodes)d], n = 0;
+    var nodes = gd.data[$nodes], n = 0;
     for (var i = 0; i < nodes.x.length; i++) {
       if (nodes.x[i] >= Math.min(xr[0], xr[1]) && nodes.x[i] <= Math.max(xr[0], xr[1]) &&
           nodes.y[i] >= Math.min(yr[0], yr[1]) && nodes.y[i] <= Math.max(yr[0], yr[1])) { n++; }
     }
-    var show = n <= %(limit)d;
-    if (gd.data[%(labels)d].visible !== show) { Plotly.restyle(gd, {visible: show}, [%(labels)d]); }
+    var show = n <= $limit;
+    if (gd.data[$labels].visible !== show) { Plotly.restyle(gd, {visible: show}, [$labels]); }
   }
   gd.on('plotly_relayout', update);
   update();
 })();
-""".replace("%(nodes)d", str(NODES))
-    .replace("%(labels)d", str(LABELS))
-    .replace("%(limit)d", str(LABEL_LIMIT))
-)
+""").substitute(nodes=NODES, labels=LABELS, limit=LABEL_LIMIT)
 """Shows op labels in the report's graph once few enough nodes are in view (plotly's ``post_script``)."""
 
 _STYLE = """
