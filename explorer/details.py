@@ -19,14 +19,15 @@ from typing import TYPE_CHECKING, Any
 from onnx import TensorProto
 
 from .graph import constant_tensor
-from .tensors import format_shape, tensor_info
+from .tensors import format_shape
+from .weights import tensor_stats
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from .graph import ModelGraph
 
-__all__ = ["NodeDetails", "node_details", "details_html", "find_tensor", "STATS_MAX_ELEMENTS"]
+__all__ = ["NodeDetails", "node_details", "details_html", "find_tensor", "weight_stats", "STATS_MAX_ELEMENTS"]
 
 STATS_MAX_ELEMENTS = 50_000_000
 """Weights up to this many elements get min/max/mean/std in the details panel."""
@@ -126,6 +127,38 @@ def find_tensor(graph: ModelGraph, name: str) -> TensorProto | None:
     return None
 
 
+def weight_stats(graph: ModelGraph, name: str) -> dict[str, float] | None:
+    """``min``, ``max``, ``mean`` and ``std`` of one weight, read when asked.
+
+    Weights in external files are memory-mapped and read in chunks, so a
+    multi-GB tensor costs one pass over its file and little memory. Returns
+    ``None`` for non-float weights and for weights whose values are not
+    available (``external_data=False``).
+
+    Parameters
+    ----------
+    graph : ModelGraph
+        The graph (or subgraph) holding the weight.
+    name : str
+        The tensor's name.
+
+    Examples
+    --------
+    >>> from explorer import load
+    >>> stats = weight_stats(load("zoo:mlp"), "fc1.weight")
+    >>> sorted(stats)
+    ['max', 'mean', 'min', 'std']
+    """
+    tensor = find_tensor(graph, name)
+    info = graph.weights.get(name)
+    if tensor is None or (info is not None and not info.loaded):
+        return None
+    try:
+        return tensor_stats(tensor, graph.weights_dir, graph.source)
+    except (TypeError, ValueError):  # exotic dtypes numpy cannot hold
+        return None
+
+
 def node_details(graph: ModelGraph, node_id: str) -> NodeDetails:
     """Collect everything about one node of a graph.
 
@@ -163,11 +196,10 @@ def node_details(graph: ModelGraph, node_id: str) -> NodeDetails:
     )
     weights = []
     for weight in data.get("weights", ()):
-        info = weight
-        tensor = find_tensor(graph, weight.name)
-        if tensor is not None and weight.loaded and weight.numel <= STATS_MAX_ELEMENTS:
-            info = tensor_info(tensor, source=weight.source, with_stats=True)
-        weights.append(info.to_dict())
+        row = weight.to_dict()
+        if weight.loaded and weight.numel <= STATS_MAX_ELEMENTS:
+            row["stats"] = weight_stats(graph, weight.name)
+        weights.append(row)
     return NodeDetails(
         node_id=node_id,
         kind=data["kind"],

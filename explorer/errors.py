@@ -32,6 +32,7 @@ __all__ = [
     "UnsafeExternalDataError",
     "MissingExternalDataError",
     "MissingDependencyError",
+    "ModelTooLargeError",
     "UnknownNameError",
     "UnknownPassError",
     "WorkerError",
@@ -101,6 +102,13 @@ class UnsafeExternalDataError(ExternalDataError):
 
 class MissingExternalDataError(ExternalDataError):
     """An external-data file is missing or shorter than the model says."""
+
+
+class ModelTooLargeError(ExplorerError):
+    """A step cannot take a model this large (e.g. it needs one protobuf message, limited to 2 GiB).
+
+    The message names the limit, the model's size and what to do instead.
+    """
 
 
 class MissingDependencyError(ExplorerError, ImportError):

@@ -28,6 +28,7 @@ import ast
 from collections import ChainMap, Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import networkx as nx
@@ -96,13 +97,15 @@ def iter_graph_paths(graph: GraphProto) -> Iterator[tuple[GraphPath, GraphProto]
     [(), ((6, 'body'),)]
     """
     stack: list[tuple[GraphPath, GraphProto]] = [((), graph)]
+    kinds = (AttributeProto.GRAPH, AttributeProto.GRAPHS)
     while stack:
         path, current = stack.pop()
         yield path, current
         for index, node in enumerate(current.node):
             for attr in node.attribute:
-                for key, sub in _subgraph_attrs(attr):
-                    stack.append(((*path, (index, key)), sub))
+                if attr.type in kinds:
+                    for key, sub in _subgraph_attrs(attr):
+                        stack.append(((*path, (index, key)), sub))
 
 
 def _subgraph_attrs(attr: AttributeProto) -> list[tuple[str, GraphProto]]:
@@ -260,6 +263,13 @@ class ModelGraph:
         Where the model came from (a path, ``"<bytes>"``, ``"zoo:resnet18"``...).
     notes : list of str
         Things worth knowing that are not errors (e.g. shape inference fell back).
+    model_path : Path or None
+        A file holding exactly this model (its source, or a pass's output), which
+        workers read instead of a re-serialized copy; ``None`` when there is none.
+    weights_dir : Path or None
+        The folder the model's external tensors resolve against; ``None`` when
+        their values are not available (no external data, or ``external_data=False``).
+        :func:`explorer.weights.tensor_array` reads them on demand.
 
     Examples
     --------
@@ -288,6 +298,8 @@ class ModelGraph:
         self.source = source
         self.notes: list[str] = notes if notes is not None else []
         self.depth = depth
+        self.model_path: Path | None = None
+        self.weights_dir: Path | None = None
         self._summary: ModelSummary | None = None
 
     @property
@@ -400,6 +412,7 @@ class ModelGraph:
             depth=self.depth,
         )
         twin.subgraphs = self.subgraphs
+        twin.model_path, twin.weights_dir = self.model_path, self.weights_dir
         return twin
 
     def __len__(self) -> int:
@@ -455,12 +468,14 @@ def _edge_data(name: str, types: TypeTable, slots: tuple[int, ...], implicit: bo
 
 
 def _build_one(
-    job: _Job, types: TypeTable, constants_as_nodes: bool, source: str
+    job: _Job, types: TypeTable, constants_as_nodes: bool, source: str, external_available: bool
 ) -> tuple[ModelGraph, _Scope, _Drawn]:
     """Build one graph (not its subgraphs); also return its scope and drawn nodes for the subgraphs."""
     proto = job.proto
     where = f"{source} ({job.label})" if job.label != "main graph" else source
-    weights: dict[str, TensorInfo] = {t.name: tensor_info(t) for t in proto.initializer}
+    weights: dict[str, TensorInfo] = {
+        t.name: tensor_info(t, external_available=external_available) for t in proto.initializer
+    }
     for sparse in proto.sparse_initializer:
         weights[sparse.values.name] = TensorInfo(
             sparse.values.name,
@@ -484,7 +499,9 @@ def _build_one(
         ):
             tensor = constant_tensor(node)
             if tensor is not None:
-                weights[node.output[0]] = tensor_info(tensor, source="constant")
+                weights[node.output[0]] = tensor_info(
+                    tensor, source="constant", external_available=external_available
+                )
                 continue
         drawn.append(node)
         indices.append(index)
@@ -700,6 +717,7 @@ def build_graph(
     types: Mapping[Any, Any] | None = None,
     constants_as_nodes: bool = False,
     source: str = "<model>",
+    weights_dir: Path | None = None,
 ) -> ModelGraph:
     """Build the ModelGraph of a model (and of all its subgraphs), iteratively.
 
@@ -717,6 +735,9 @@ def build_graph(
         Draw ``Constant`` nodes as nodes instead of folding them into their consumers.
     source : str
         Where the model came from, used in error messages.
+    weights_dir : Path, optional
+        The folder whose checked external files hold the model's external tensors
+        (they then count as loaded and are read on demand); see :func:`explorer.load`.
 
     Returns
     -------
@@ -749,7 +770,9 @@ def build_graph(
         tables[path] = ChainMap(own, *parent.maps) if parent is not None else ChainMap(own)
 
     root_job = _Job(model.graph, None, 0)
-    root, root_scope, root_drawn = _build_one(root_job, tables[()], constants_as_nodes, source)
+    available = weights_dir is not None
+    root, root_scope, root_drawn = _build_one(root_job, tables[()], constants_as_nodes, source, available)
+    root.weights_dir = weights_dir
     root.model = model
     stack: list[tuple[_Job, ModelGraph, _Scope, _Drawn]] = [(root_job, root, root_scope, root_drawn)]
     while stack:
@@ -763,8 +786,9 @@ def build_graph(
                     path = (*job.path, (index, key))
                     child_job = _Job(sub_proto, scope, job.depth + 1, path=path, label=label)
                     child, child_scope, child_drawn = _build_one(
-                        child_job, tables[path], constants_as_nodes, source
+                        child_job, tables[path], constants_as_nodes, source, available
                     )
+                    child.weights_dir = weights_dir
                     owner.subgraphs.setdefault(node_id, {})[key] = child
                     stack.append((child_job, child, child_scope, child_drawn))
     return root

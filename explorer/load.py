@@ -20,7 +20,7 @@ import os
 import tempfile
 import warnings
 from collections.abc import Mapping, Sequence
-from pathlib import Path, PurePosixPath, PureWindowsPath
+from pathlib import Path
 from typing import Any
 
 import onnx
@@ -31,16 +31,15 @@ from .errors import (
     EmptyModelError,
     ExternalDataError,
     MissingDependencyError,
-    MissingExternalDataError,
     ModelLoadError,
     ModelNotFoundError,
     ModelParseError,
-    UnsafeExternalDataError,
     UnsupportedOpsetError,
 )
-from .graph import ModelGraph, build_graph, iter_graphs
+from .graph import ModelGraph, build_graph
 from .shape_inference import infer_types, infer_types_isolated
-from .tensors import shape_bytes
+from .tensors import format_bytes
+from .weights import LAZY_EXTERNAL_BYTES, check_external_data, external_tensors, read_span
 
 __all__ = ["load", "read_model", "fix_input_shapes", "external_tensors", "ZOO_PREFIX"]
 
@@ -59,6 +58,7 @@ def load(
     constants_as_nodes: bool = False,
     shape_inference: bool = True,
     isolate: bool = True,
+    model_path: str | os.PathLike[str] | None = None,
 ) -> ModelGraph:
     """Load an ONNX model into a ModelGraph.
 
@@ -71,8 +71,12 @@ def load(
     input_shapes : mapping, optional
         Fixes input dimensions, e.g. ``{"x": [1, 3, 224, 224]}``.
     external_data : bool
-        Load tensors stored in external files. With ``False`` the structure
-        loads and weights keep their shapes but no values.
+        Make tensors stored in external files available: their locations and
+        byte ranges are checked, small ones are read, and large ones (at least
+        :data:`~explorer.weights.LAZY_EXTERNAL_BYTES`) stay in their files and are
+        memory-mapped when something needs their values (statistics, digests,
+        runtimes). With ``False`` the structure loads and weights keep their
+        shapes but no values.
     example_inputs : tuple, optional
         Example inputs for exporting a ``torch.nn.Module``.
     constants_as_nodes : bool
@@ -85,6 +89,13 @@ def load(
         Run shape inference in the worker process (:mod:`explorer.worker`), so
         a crash in onnx's C++ code becomes a note instead of killing the
         kernel. ``False`` runs it in this process (faster for many tiny models).
+        Either way inference sees a weight-stripped copy
+        (:func:`~explorer.weights.stripped_copy`), so it costs the same for 8 MB
+        and 3 GiB of weights.
+    model_path : path, optional
+        With a ``ModelProto`` source: the file it was read from. Workers then read
+        that file instead of a re-serialized copy, and its external data resolves
+        beside it.
 
     Returns
     -------
@@ -105,9 +116,14 @@ def load(
     20
     """
     model, label, base_dir = read_model(source, example_inputs=example_inputs)
+    file = Path(source).resolve() if isinstance(source, (str, os.PathLike)) and base_dir is not None else None
+    if model_path is not None and isinstance(source, ModelProto):
+        file = Path(model_path).resolve()
+        base_dir, label = file.parent, str(model_path)
     _check_versions(model, label)
     externals = external_tensors(model)
     notes: list[str] = []
+    weights_dir = None
     if externals:
         if external_data:
             if base_dir is None:
@@ -117,18 +133,44 @@ def load(
                     "file, or pass external_data=False to load the structure only",
                     path=label,
                 )
-            _load_external_data(externals, base_dir, label)
+            notes.extend(_attach_external_data(externals, base_dir, label))
+            weights_dir = base_dir
         else:
             notes.append(f"{len(externals)} external tensors not loaded (external_data=False)")
+            file = None  # a worker reading the file would read the weights the caller left out
     if input_shapes:
         fix_input_shapes(model, input_shapes, label)
+        file = None  # the model now differs from the file
     types: dict[str, Any] = {}
     if shape_inference:
         types, inference_notes = infer_types_isolated(model) if isolate else infer_types(model)
         notes.extend(inference_notes)
-    graph = build_graph(model, types=types, constants_as_nodes=constants_as_nodes, source=label)
+    graph = build_graph(
+        model, types=types, constants_as_nodes=constants_as_nodes, source=label, weights_dir=weights_dir
+    )
     graph.notes.extend(notes)
+    graph.model_path = file
     return graph
+
+
+def _attach_external_data(externals: list[TensorProto], base_dir: Path, label: str) -> list[str]:
+    """Check every external tensor, read the small ones into the model; large ones stay on disk."""
+    spans = check_external_data(externals, base_dir, label)
+    lazy = 0
+    lazy_bytes = 0
+    for tensor, span in zip(externals, spans, strict=True):
+        if span.length >= LAZY_EXTERNAL_BYTES:
+            lazy += 1
+            lazy_bytes += span.length
+            continue
+        tensor.raw_data = read_span(span)
+        del tensor.external_data[:]
+        tensor.data_location = TensorProto.DEFAULT
+    if not lazy:
+        return []
+    return [
+        f"{lazy} external tensors ({format_bytes(lazy_bytes)}) stay in their files and are read on demand"
+    ]
 
 
 def read_model(source: Source, *, example_inputs: Any = None) -> tuple[ModelProto, str, Path | None]:
@@ -238,95 +280,6 @@ def _check_versions(model: ModelProto, label: str) -> None:
                 "the model to an older opset",
                 path=label,
             )
-
-
-def external_tensors(model: ModelProto) -> list[TensorProto]:
-    """Return every tensor in the model (all graphs, Constant values) stored in an external file.
-
-    Examples
-    --------
-    >>> from explorer import zoo
-    >>> external_tensors(zoo.build("mlp"))
-    []
-    """
-    found: list[TensorProto] = []
-    for graph, _ in iter_graphs(model.graph):
-        found.extend(t for t in graph.initializer if t.data_location == TensorProto.EXTERNAL)
-        for node in graph.node:
-            for attr in node.attribute:
-                if attr.type == onnx.AttributeProto.TENSOR and attr.t.data_location == TensorProto.EXTERNAL:
-                    found.append(attr.t)
-    return found
-
-
-def _external_fields(tensor: TensorProto) -> dict[str, str]:
-    return {entry.key: entry.value for entry in tensor.external_data}
-
-
-def _safe_location(tensor: TensorProto, base_dir: Path, label: str) -> Path:
-    location = _external_fields(tensor).get("location", "")
-    what = f"external data of tensor {tensor.name!r}"
-    if not location:
-        raise ExternalDataError(f"{what} has no location", path=label)
-    posix, windows = PurePosixPath(location), PureWindowsPath(location)
-    if posix.is_absolute() or windows.is_absolute() or windows.drive or location.startswith(("/", "\\")):
-        raise UnsafeExternalDataError(
-            f"{what} points to an absolute path {location!r}; external data must lie in the "
-            "model's folder (refused, nothing was read)",
-            path=label,
-        )
-    if ".." in posix.parts or ".." in windows.parts:
-        raise UnsafeExternalDataError(
-            f"{what} location {location!r} climbs out of the model's folder with '..' "
-            "(refused, nothing was read)",
-            path=label,
-        )
-    candidate = base_dir / location
-    resolved = candidate.resolve()
-    if not resolved.is_relative_to(base_dir.resolve()):
-        raise UnsafeExternalDataError(
-            f"{what} location {location!r} is a symlink that escapes the model's folder to "
-            f"{str(resolved)!r} (refused, nothing was read)",
-            path=label,
-        )
-    return candidate
-
-
-def _load_external_data(tensors: list[TensorProto], base_dir: Path, label: str) -> None:
-    plans = []
-    for tensor in tensors:  # validate every location before reading anything
-        plans.append((tensor, _safe_location(tensor, base_dir, label)))
-    for tensor, path in plans:
-        fields = _external_fields(tensor)
-        what = f"external data of tensor {tensor.name!r} ({str(path)!r})"
-        if not path.is_file():
-            raise MissingExternalDataError(f"{what}: the file does not exist", path=label)
-        try:
-            offset = int(fields.get("offset", "0") or 0)
-            length_field = fields.get("length")
-            length = int(length_field) if length_field else None
-        except ValueError:
-            raise ExternalDataError(f"{what}: offset/length are not integers", path=label) from None
-        expected = shape_bytes(tuple(int(d) for d in tensor.dims), tensor.data_type) or 0
-        if length is None:
-            length = expected
-        size = path.stat().st_size
-        if offset < 0 or length < 0 or offset + length > size:
-            raise MissingExternalDataError(
-                f"{what}: offset {offset:,} + length {length:,} bytes points past the end of the "
-                f"{size:,}-byte file",
-                path=label,
-            )
-        if tensor.data_type != TensorProto.STRING and length != expected:
-            raise ExternalDataError(
-                f"{what}: {length:,} bytes stored but shape {list(tensor.dims)} needs {expected:,}",
-                path=label,
-            )
-        with open(path, "rb") as handle:
-            handle.seek(offset)
-            tensor.raw_data = handle.read(length)
-        del tensor.external_data[:]
-        tensor.data_location = TensorProto.DEFAULT
 
 
 def fix_input_shapes(

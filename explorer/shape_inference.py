@@ -17,7 +17,8 @@ import onnx
 from onnx import ModelProto
 
 from .graph import GraphPath, iter_graph_paths
-from .tensors import Shape, shape_from_type
+from .tensors import PROTOBUF_LIMIT, Shape, shape_from_type
+from .weights import stripped_copy
 
 __all__ = [
     "infer_types",
@@ -31,8 +32,6 @@ __all__ = [
 SYMBOLIC_FALLBACK_MAX_NODES = 20_000
 """Above this many nodes the (pure-Python) symbolic fallback is skipped: it would take too long."""
 
-PROTOBUF_LIMIT = 2**31 - 1
-"""Protobuf cannot serialize a message larger than this; such models skip inference."""
 
 Types = dict[str, tuple[Shape | None, int]]
 PerGraphTypes = dict[GraphPath, Types]
@@ -95,6 +94,9 @@ def infer_types(model: ModelProto) -> tuple[PerGraphTypes, list[str]]:
     Runs ``onnx.shape_inference`` with data propagation; where it leaves shapes
     unknown in the main graph, runs ONNX Runtime's symbolic shape inference and
     fills the gaps. Never raises for a model that parsed: failures become notes.
+    Both see a weight-stripped copy (:func:`explorer.weights.stripped_copy`):
+    large weights keep their dims and dtype but not their values, so inference
+    costs the same whatever the weights weigh, and works above 2 GiB.
 
     Parameters
     ----------
@@ -118,8 +120,9 @@ def infer_types(model: ModelProto) -> tuple[PerGraphTypes, list[str]]:
     """
     notes: list[str] = []
     tables = _collect(model)
+    model = stripped_copy(model)
     if model.ByteSize() >= PROTOBUF_LIMIT:
-        notes.append("shape inference skipped: the model is over 2 GiB")
+        notes.append("shape inference skipped: the model's structure alone is over 2 GiB")
         return tables, notes
     # Declared output shapes would stop inference from refining them (e.g. after
     # input_shapes fixed "batch"): infer with them cleared, then keep the better one.
@@ -230,8 +233,10 @@ def infer_types_isolated(
     """
     from . import worker
 
-    try:
-        return worker.run_on_model(infer_types_file, model, step="shape inference", timeout=timeout)
+    try:  # the worker gets the weight-stripped copy: a few MB whatever the weights weigh
+        return worker.run_on_model(
+            infer_types_file, stripped_copy(model), step="shape inference", timeout=timeout
+        )
     except (
         Exception
     ) as err:  # WorkerCrashed (signal_name), WorkerTimeout, WorkerOutOfMemory, or a Python error

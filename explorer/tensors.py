@@ -16,7 +16,7 @@ Examples
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -27,6 +27,7 @@ from onnx import TensorProto, numpy_helper
 __all__ = [
     "Dim",
     "Shape",
+    "PROTOBUF_LIMIT",
     "SMALL_VALUE_LIMIT",
     "TensorInfo",
     "dtype_name",
@@ -34,6 +35,9 @@ __all__ = [
     "shape_from_type",
     "shape_bytes",
     "tensor_info",
+    "array_stats",
+    "chunk_stats",
+    "STATS_CHUNK",
 ]
 
 Dim = int | str | None
@@ -41,6 +45,9 @@ Dim = int | str | None
 
 Shape = tuple[Dim, ...]
 """A tensor shape; ``None`` as a whole means the rank is unknown."""
+
+PROTOBUF_LIMIT = 2**31 - 1
+"""Protobuf cannot serialize one message larger than this (2 GiB - 1 byte): the limit of one model file."""
 
 SMALL_VALUE_LIMIT = 16
 """Tensors with at most this many elements keep their values (shape constants, scales)."""
@@ -193,9 +200,10 @@ class TensorInfo:
     external : bool
         Whether the data is stored in an external file.
     loaded : bool
-        Whether the data is in memory (``False`` for external data not loaded).
+        Whether the values are available: in memory, or in a checked external
+        file that is read on demand (``False`` with ``external_data=False``).
     stats : dict or None
-        ``min``, ``max``, ``mean`` and ``std`` of floating-point data when loaded.
+        ``min``, ``max``, ``mean`` and ``std`` of floating-point data, when asked for.
     """
 
     name: str
@@ -227,7 +235,7 @@ def _has_data(tensor: TensorProto) -> bool:
     if tensor.data_location == TensorProto.EXTERNAL:
         return False
     return bool(
-        tensor.raw_data
+        tensor.HasField("raw_data")  # not `tensor.raw_data`: that copies the bytes
         or tensor.float_data
         or tensor.int32_data
         or tensor.int64_data
@@ -246,19 +254,66 @@ def _small_values(array: np.ndarray) -> tuple[Any, ...]:
     return tuple(v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v) for v in flat)
 
 
-def _stats(array: np.ndarray) -> dict[str, float] | None:
-    if array.dtype.kind != "f" or array.size == 0:
+STATS_CHUNK = 1 << 22
+"""Elements per chunk when statistics are computed over a large tensor (memory stays flat)."""
+
+
+def chunk_stats(chunks: Iterable[np.ndarray]) -> dict[str, float] | None:
+    """``min``, ``max``, ``mean`` and ``std`` of floating-point values given in chunks, in one pass.
+
+    Chunks are combined with Chan et al.'s pairwise update of mean and squared
+    deviations, in float64. Returns ``None`` for non-float or empty data.
+
+    Examples
+    --------
+    >>> chunk_stats([np.array([1.0], np.float32), np.array([3.0], np.float32)])
+    {'min': 1.0, 'max': 3.0, 'mean': 2.0, 'std': 1.0}
+    """
+    count, mean, squares = 0, 0.0, 0.0
+    low, high = math.inf, -math.inf
+    for chunk in chunks:
+        if chunk.dtype.kind != "f":
+            return None
+        if chunk.size == 0:
+            continue
+        low = min(low, float(chunk.min()))
+        high = max(high, float(chunk.max()))
+        values = chunk.reshape(-1).astype(np.float64)
+        n = values.size
+        chunk_mean = float(values.mean())
+        values -= chunk_mean
+        chunk_squares = float(np.dot(values, values))
+        total = count + n
+        delta = chunk_mean - mean
+        mean += delta * n / total
+        squares += chunk_squares + delta * delta * count * n / total
+        count = total
+    if count == 0:
         return None
-    data = array.astype(np.float64, copy=False)
-    return {
-        "min": float(data.min()),
-        "max": float(data.max()),
-        "mean": float(data.mean()),
-        "std": float(data.std()),
-    }
+    return {"min": low, "max": high, "mean": mean, "std": math.sqrt(squares / count)}
 
 
-def tensor_info(tensor: TensorProto, *, source: str = "initializer", with_stats: bool = False) -> TensorInfo:
+def array_stats(array: np.ndarray) -> dict[str, float] | None:
+    """``min``, ``max``, ``mean`` and ``std`` of floating-point values, or ``None`` for others.
+
+    Works in chunks of :data:`STATS_CHUNK` elements (see :func:`chunk_stats`).
+
+    Examples
+    --------
+    >>> array_stats(np.array([1.0, 3.0], np.float32))
+    {'min': 1.0, 'max': 3.0, 'mean': 2.0, 'std': 1.0}
+    """
+    flat = array.reshape(-1)
+    return chunk_stats(flat[start : start + STATS_CHUNK] for start in range(0, flat.size, STATS_CHUNK))
+
+
+def tensor_info(
+    tensor: TensorProto,
+    *,
+    source: str = "initializer",
+    with_stats: bool = False,
+    external_available: bool = False,
+) -> TensorInfo:
     """Describe a ``TensorProto`` without keeping its data.
 
     Parameters
@@ -268,7 +323,10 @@ def tensor_info(tensor: TensorProto, *, source: str = "initializer", with_stats:
     source : str
         ``"initializer"`` or ``"constant"``.
     with_stats : bool
-        Compute min/max/mean/std of floating-point data (costs a pass over it).
+        Compute min/max/mean/std of floating-point data in memory (costs a pass over it).
+    external_available : bool
+        The tensor's external file was checked and can be read on demand
+        (:func:`explorer.weights.tensor_array`): then it counts as ``loaded``.
 
     Returns
     -------
@@ -285,10 +343,11 @@ def tensor_info(tensor: TensorProto, *, source: str = "initializer", with_stats:
     numel = math.prod(shape)
     nbytes = math.ceil(numel * dtype_bits(tensor.data_type) / 8)
     external = tensor.data_location == TensorProto.EXTERNAL
-    loaded = _has_data(tensor) or numel == 0
+    in_memory = _has_data(tensor) or numel == 0
+    loaded = in_memory or (external and external_available)
     values = None
     stats = None
-    if loaded and (numel <= SMALL_VALUE_LIMIT or with_stats):
+    if in_memory and (numel <= SMALL_VALUE_LIMIT or with_stats):
         try:
             array = numpy_helper.to_array(tensor)
         except Exception:  # exotic dtypes numpy cannot hold
@@ -297,7 +356,7 @@ def tensor_info(tensor: TensorProto, *, source: str = "initializer", with_stats:
             if numel <= SMALL_VALUE_LIMIT:
                 values = _small_values(array)
             if with_stats:
-                stats = _stats(array)
+                stats = array_stats(array)
     if tensor.data_type == TensorProto.STRING:
         nbytes = sum(len(s) for s in tensor.string_data)
     return TensorInfo(

@@ -1,0 +1,125 @@
+"""Model files for the worker: a graph's own file when it has one, else a private copy; pass outputs.
+
+Native steps read models from files (:func:`explorer.worker.run_on_model`).
+Serializing a 344 MB model again for every step costs seconds, and a model
+whose weights stay in external files cannot be serialized into one message at
+all above 2 GiB. So a graph remembers a file that holds exactly its model
+(``ModelGraph.model_path``: the file it was loaded from, or the file a pass
+wrote) and workers read that file. Pass outputs live in this process's private
+scratch folder (mode 0700, removed at exit; each output's folder is removed as
+soon as the graph built from it is garbage-collected).
+
+Examples
+--------
+>>> from explorer import load
+>>> source = worker_source(load("zoo:mlp"))
+>>> type(source).__name__
+'ModelProto'
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import tempfile
+import weakref
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .weights import external_tensors
+
+if TYPE_CHECKING:
+    from .graph import ModelGraph
+
+__all__ = ["scratch_dir", "new_model_dir", "own_folder", "worker_source"]
+
+_SCRATCH: Path | None = None
+
+
+def scratch_dir() -> Path:
+    """This process's private folder for model files (created on first use, removed at exit).
+
+    Examples
+    --------
+    >>> oct(scratch_dir().stat().st_mode & 0o777)
+    '0o700'
+    """
+    global _SCRATCH
+    if _SCRATCH is None or not _SCRATCH.is_dir():
+        from .worker import defaults
+
+        _SCRATCH = Path(tempfile.mkdtemp(prefix="explorer-models-", dir=defaults.tmp_dir))
+        atexit.register(shutil.rmtree, _SCRATCH, True)
+    return _SCRATCH
+
+
+def new_model_dir(prefix: str = "model-") -> Path:
+    """A fresh private folder inside :func:`scratch_dir` for one model file and its external data.
+
+    Examples
+    --------
+    >>> a, b = new_model_dir(), new_model_dir()
+    >>> a != b and a.parent == b.parent == scratch_dir()
+    True
+    """
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=scratch_dir()))
+
+
+def own_folder(graph: ModelGraph, folder: Path) -> None:
+    """Remove ``folder`` when ``graph`` is garbage-collected (it holds the graph's model file).
+
+    Examples
+    --------
+    >>> import gc
+    >>> from explorer import load
+    >>> g, folder = load("zoo:mlp"), new_model_dir()
+    >>> own_folder(g, folder)
+    >>> del g; _ = gc.collect()
+    >>> folder.exists()
+    False
+    """
+    weakref.finalize(graph, shutil.rmtree, str(folder), True)
+
+
+def worker_source(graph: ModelGraph) -> str | Any:
+    """What to hand a worker for this graph's model: a file path when there is one, else the model.
+
+    A graph loaded from a file (without ``input_shapes``) or from a pass's output
+    file gives that path, so nothing is serialized again. A graph whose large
+    weights stay in external files but whose model differs from any file (its
+    input shapes were fixed) is written once into a private folder with copies
+    of its external files, and that file is remembered. Otherwise the
+    ``ModelProto`` itself (the worker stages it).
+
+    Examples
+    --------
+    >>> import os, tempfile, onnx
+    >>> from explorer import load, zoo
+    >>> folder = tempfile.mkdtemp()
+    >>> onnx.save(zoo.build("mlp"), os.path.join(folder, "m.onnx"))
+    >>> worker_source(load(os.path.join(folder, "m.onnx"))).endswith("m.onnx")
+    True
+    """
+    if graph.model is None:
+        raise ValueError("only a top-level graph (one with a ModelProto) has a model file")
+    if graph.model_path is not None and graph.model_path.is_file():
+        return str(graph.model_path)
+    if graph.weights_dir is None:
+        return graph.model
+    externals = external_tensors(graph.model)
+    if not externals:
+        return graph.model
+    folder = new_model_dir("copy-")
+    own_folder(graph, folder)
+    locations = {entry.value for t in externals for entry in t.external_data if entry.key == "location"}
+    for location in sorted(locations):  # checked at load: inside the model's folder
+        target = folder / location
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(graph.weights_dir / location, target)
+    target = folder / "model.onnx"
+    staging = folder / ".model.onnx.tmp"
+    staging.write_bytes(graph.model.SerializeToString())
+    os.replace(staging, target)
+    graph.model_path = target
+    return str(target)
