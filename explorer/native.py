@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .tensors import PROTOBUF_LIMIT
 from .worker import report
 
 __all__ = [
@@ -43,8 +44,6 @@ __all__ = [
 
 PathLike = str | os.PathLike
 
-#: Serialized protobufs at or above this size must be saved with external data.
-_PROTOBUF_LIMIT = 2**31 - 1
 
 _ORT_LEVELS = {
     "disable": "ORT_DISABLE_ALL",
@@ -94,7 +93,7 @@ def save_model(model: Any, out_path: PathLike) -> None:
     import onnx
 
     out = Path(out_path)
-    big = model.ByteSize() >= _PROTOBUF_LIMIT
+    big = model.ByteSize() >= PROTOBUF_LIMIT
     onnx.save_model(model, os.fspath(out), save_as_external_data=big, location=f"{out.name}.data")
 
 
@@ -355,8 +354,33 @@ def _session(
     options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, _ORT_LEVELS[optimization_level])
     if out_path is not None:
         options.optimized_model_filepath = os.fspath(out_path)
+        if _needs_external_output(path):
+            options.add_session_config_entry(
+                "session.optimized_model_external_initializers_file_name", f"{Path(out_path).name}.data"
+            )
+            options.add_session_config_entry(
+                "session.optimized_model_external_initializers_min_size_in_bytes", str(1 << 20)
+            )
     chosen = list(providers) if providers is not None else ["CPUExecutionProvider"]
     return ort.InferenceSession(os.fspath(path), sess_options=options, providers=chosen)
+
+
+def _needs_external_output(path: PathLike) -> bool:
+    """Whether ORT must save an optimised model's initializers to an external file.
+
+    When the input keeps weights in external files, ONNX Runtime's saved model
+    would otherwise point at the input's data file by its relative name, which
+    does not exist beside the output; and a model near 2 GiB may not fit one file.
+    """
+    size = os.path.getsize(path)
+    if size >= PROTOBUF_LIMIT // 2:  # weights inside the file: its size says it
+        return True
+    import onnx
+
+    from .weights import external_tensors, model_bytes
+
+    model = onnx.load(os.fspath(path), load_external_data=False)
+    return bool(external_tensors(model)) or model_bytes(model) >= PROTOBUF_LIMIT // 2
 
 
 def _describe(args: Sequence[Any]) -> list[dict[str, Any]]:

@@ -20,6 +20,7 @@ Examples
 from __future__ import annotations
 
 import math
+import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -30,7 +31,8 @@ from .diff import GraphDiff, diff
 from .errors import ExplorerError
 from .graph import ModelGraph
 from .load import load
-from .passes.base import Pass
+from .model_files import own_folder, worker_source
+from .passes.base import FunctionPass, Pass, PassResult
 from .passes.registry import PipelineItem, parse_pipeline
 
 if TYPE_CHECKING:
@@ -248,7 +250,7 @@ def _reference_outputs(graph: ModelGraph, feeds: Mapping[str, np.ndarray]) -> li
     from .runtimes.ort import run_onnxruntime
 
     try:
-        return run_onnxruntime(graph.model, feeds, optimization="disabled")
+        return run_onnxruntime(worker_source(graph), feeds, optimization="disabled")
     except Exception:
         return None
 
@@ -272,7 +274,9 @@ def _verify(
     if len(names) != len(values):
         return float("inf")
     try:
-        outputs = run_onnxruntime(graph.model, dict(zip(names, values, strict=True)), optimization="disabled")
+        outputs = run_onnxruntime(
+            worker_source(graph), dict(zip(names, values, strict=True)), optimization="disabled"
+        )
     except Exception:
         return float("inf")
     return max_abs_diff(reference, outputs)
@@ -362,7 +366,10 @@ def run_pipeline(
         if progress is not None:
             progress(step, len(passes), pass_.name)
         try:
-            result = pass_.run(current.model)
+            if isinstance(pass_, FunctionPass):  # it reads the current model's file, when there is one
+                result = pass_.run(current.model, model_path=current.model_path)
+            else:
+                result = pass_.run(current.model)
         except Exception as err:  # any pass failure is recorded on its step (KeyboardInterrupt is not caught)
             if stop_on_error:
                 raise
@@ -371,10 +378,13 @@ def run_pipeline(
             continue
         changed = result.modified
         log = result.log
+        if not changed:
+            _discard(result)
         if changed:
             try:
-                candidate = load(result.model, input_shapes=None)
+                candidate = load(result.model, input_shapes=None, model_path=result.path)
             except ExplorerError as err:
+                _discard(result)
                 if stop_on_error:
                     raise
                 failure = f"the pass produced a model that does not load: {err}"
@@ -387,6 +397,8 @@ def run_pipeline(
                 log = (*log, "the graph is the same; only serialization details changed")
             else:
                 diffs[step - 1, step] = step_diff
+            if result.path is not None:
+                own_folder(candidate, result.path.parent)
             current = candidate
             if changed:
                 current_diff = _verify(current, feeds, reference) if verify else None
@@ -407,6 +419,12 @@ def run_pipeline(
             )
         )
     return Timeline(tuple(snapshots), graph.source, diffs)
+
+
+def _discard(result: PassResult) -> None:
+    """Remove the folder of a pass output that no snapshot keeps."""
+    if result.path is not None:
+        shutil.rmtree(result.path.parent, ignore_errors=True)
 
 
 def _unchanged(

@@ -17,18 +17,30 @@ Examples
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import onnx
 from onnx import ModelProto
 
+from ..errors import ModelTooLargeError
+from ..tensors import PROTOBUF_LIMIT, format_bytes
+from ..weights import model_bytes
+
 __all__ = ["Pass", "PassResult", "FunctionPass", "Runner", "models_differ"]
 
-Runner = Callable[[ModelProto, Mapping[str, Any]], tuple[ModelProto, list[str]]]
-"""How a pass does its work: ``(model, parameters) -> (new model, log lines)``."""
+Runner = Callable[[Any, Mapping[str, Any]], tuple[Any, list[str]]]
+"""How a pass does its work: ``(model, parameters) -> (new model, log lines)``.
+
+The new model is a ``ModelProto``, or the path of the file the pass wrote (then
+the run loads its structure and keeps the path, so later steps read that file
+instead of a re-serialized copy). A runner marked ``accepts_path = True`` may
+also be given a model file's path instead of the ``ModelProto``.
+"""
 
 
 @dataclass(frozen=True)
@@ -45,12 +57,15 @@ class PassResult:
         Seconds the pass took, including the worker round trip.
     log : tuple of str
         Messages from the pass.
+    path : Path or None
+        The file the pass wrote ``model`` to (external data beside it), when it ran in a worker.
     """
 
     model: ModelProto
     modified: bool
     elapsed: float
     log: tuple[str, ...] = ()
+    path: Path | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON-ready facts (the model itself is left out).
@@ -156,6 +171,10 @@ class FunctionPass:
     kind : str
         ``"fuse"``, ``"eliminate"``, ``"rewrite"``, ``"rename"``, ``"split"``,
         ``"simplify"``, ``"convert"`` or ``"utility"``.
+    large_models : bool
+        Whether the pass works on models over protobuf's 2 GiB limit (through
+        external data). Passes that do not are refused before they start, with
+        :class:`~explorer.errors.ModelTooLargeError`.
 
     Examples
     --------
@@ -172,6 +191,7 @@ class FunctionPass:
     runner: Runner = field(repr=False, compare=False)
     parameters: Mapping[str, Any] = field(default_factory=dict)
     kind: str = "rewrite"
+    large_models: bool = False
 
     def with_parameters(self, **parameters: Any) -> FunctionPass:
         """Return a copy of the pass with some parameters changed.
@@ -188,8 +208,21 @@ class FunctionPass:
             raise TypeError(f"pass {self.name!r} has no parameter {sorted(unknown)}; it takes: {known}")
         return replace(self, parameters={**self.parameters, **parameters})
 
-    def run(self, model: ModelProto) -> PassResult:
+    def run(self, model: ModelProto, *, model_path: str | os.PathLike[str] | None = None) -> PassResult:
         """Run the pass on ``model`` (never modified) and time it.
+
+        Parameters
+        ----------
+        model : onnx.ModelProto
+            The model.
+        model_path : path, optional
+            A file holding exactly ``model``; runners that read files use it
+            instead of serializing ``model`` again.
+
+        Raises
+        ------
+        ModelTooLargeError
+            The model is over 2 GiB with its weights and the pass cannot take that.
 
         Examples
         --------
@@ -198,11 +231,38 @@ class FunctionPass:
         >>> get_pass("eliminate_identity").run(zoo.build("mlp")).modified
         False
         """
+        self.check_size(model)
+        source: Any = model
+        if model_path is not None and getattr(self.runner, "accepts_path", False):
+            source = os.fspath(model_path)
         start = time.perf_counter()
-        new_model, log = self.runner(model, self.parameters)
+        new_model, log = self.runner(source, self.parameters)
+        path = None
+        if isinstance(new_model, (str, os.PathLike)):
+            path = Path(new_model)
+            new_model = onnx.load(os.fspath(path), load_external_data=False)
         elapsed = time.perf_counter() - start
         if new_model is model:
             copy = onnx.ModelProto()
             copy.CopyFrom(model)
             new_model = copy
-        return PassResult(new_model, models_differ(model, new_model), elapsed, tuple(log))
+        return PassResult(new_model, models_differ(model, new_model), elapsed, tuple(log), path)
+
+    def check_size(self, model: ModelProto) -> None:
+        """Refuse a model over protobuf's 2 GiB limit when the pass cannot take it, saying what to do.
+
+        Examples
+        --------
+        >>> FunctionPass("p", "onnx", "", lambda m, k: (m, [])).check_size(onnx.ModelProto())
+        """
+        if self.large_models:
+            return
+        size = model_bytes(model)
+        if size < PROTOBUF_LIMIT:
+            return
+        raise ModelTooLargeError(
+            f"{self.name} ({self.family}) hands the whole model to its library as one protobuf "
+            f"message, which protobuf limits to 2 GiB; this model is {format_bytes(size)} with its "
+            "weights. ONNX Runtime's levels (ort:basic, ort:extended, ort:all) work on it through "
+            "external data; or make the weights smaller first (e.g. float16 or quantized weights)"
+        )

@@ -20,7 +20,7 @@ True
 from __future__ import annotations
 
 import functools
-import tempfile
+import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,10 +28,10 @@ from typing import Any
 import onnx
 from onnx import ModelProto
 
-from .. import worker
+from .. import model_files, worker
 from ..errors import UnknownPassError
 from . import descriptions, native_steps
-from .base import FunctionPass
+from .base import FunctionPass, Runner
 
 __all__ = [
     "FAMILIES",
@@ -55,13 +55,22 @@ PipelineItem = str | tuple[str, Mapping[str, Any]]
 
 
 def _in_worker(
-    step: Callable[..., list[str]], model: ModelProto, *args: Any, label: str, timeout: float | None
-) -> tuple[ModelProto, list[str]]:
-    """Run a native step on ``model`` in the worker; load the model it wrote."""
-    with tempfile.TemporaryDirectory(prefix="onnx-explorer-pass-") as tmp:
-        out = Path(tmp) / "out.onnx"
+    step: Callable[..., list[str]], model: ModelProto | str, *args: Any, label: str, timeout: float | None
+) -> tuple[Path, list[str]]:
+    """Run a native step on ``model`` (a ModelProto or a file) in the worker; return the file it wrote.
+
+    The output (and its external data) stays in a private folder of its own
+    (:func:`explorer.model_files.new_model_dir`), so the next step, shape
+    inference and the verification read it instead of a re-serialized copy.
+    """
+    folder = model_files.new_model_dir("pass-")
+    out = folder / "model.onnx"
+    try:
         log = worker.run_on_model(step, model, *args, output=out, step=label, timeout=timeout)
-        return onnx.load(str(out)), list(log)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return out, list(log)
 
 
 def _runner(
@@ -69,14 +78,15 @@ def _runner(
     label: str,
     *fixed: Any,
     from_params: Callable[[Mapping[str, Any]], tuple] | None = None,
-) -> Callable[..., tuple[ModelProto, list[str]]]:
+) -> Runner:
     """A runner calling ``step(path, *fixed, *from_params(params))`` in the worker."""
 
-    def run(model: ModelProto, params: Mapping[str, Any]) -> tuple[ModelProto, list[str]]:
+    def run(model: ModelProto | str, params: Mapping[str, Any]) -> tuple[Path, list[str]]:
         timeout = params.get("timeout", DEFAULT_PASS_TIMEOUT)
         extra = from_params(params) if from_params is not None else ()
         return _in_worker(step, model, *fixed, *extra, label=label, timeout=timeout)
 
+    run.accepts_path = True  # type: ignore[attr-defined]
     return run
 
 
@@ -93,15 +103,15 @@ def _onnxsim_args(params: Mapping[str, Any]) -> tuple:
     return (dict(shapes) if shapes else None, bool(params.get("portable", True)))
 
 
-def _onnxoptimizer_runner(passes: Sequence[str], label: str) -> Callable[..., tuple[ModelProto, list[str]]]:
+def _onnxoptimizer_runner(passes: Sequence[str], label: str) -> Runner:
     return _runner(native_steps.onnxoptimizer_step, label, list(passes), from_params=_onnxoptimizer_args)
 
 
-def _onnxsim_runner(mode: str, label: str) -> Callable[..., tuple[ModelProto, list[str]]]:
+def _onnxsim_runner(mode: str, label: str) -> Runner:
     return _runner(native_steps.onnxsim_step, label, mode, from_params=_onnxsim_args)
 
 
-def _ort_runner(level: str, label: str) -> Callable[..., tuple[ModelProto, list[str]]]:
+def _ort_runner(level: str, label: str) -> Runner:
     return _runner(native_steps.ort_optimize_step, label, level)
 
 
@@ -165,6 +175,7 @@ def _registry() -> dict[str, FunctionPass]:
             _ort_runner(level, key),
             dict(base),
             kind="fuse",
+            large_models=True,
         )
     passes["version_converter"] = FunctionPass(
         "version_converter",
