@@ -37,10 +37,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-from onnx import numpy_helper
-
 from .graph import ModelGraph, constant_tensor, iter_graphs
+from .weights import tensor_digest
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -286,8 +284,9 @@ class GraphDiff:
 def weight_digests(graph: ModelGraph) -> dict[str, str]:
     """Tensor name -> content digest of every initializer and Constant value of a top-level graph.
 
-    Cached on the graph. Tensors whose data is not loaded get a digest of their
-    shape and dtype only.
+    Cached on the graph. Weights in external files are hashed from their files
+    (once per file region); tensors whose data is not available get a digest of
+    their shape and dtype only.
 
     Examples
     --------
@@ -308,25 +307,9 @@ def weight_digests(graph: ModelGraph) -> dict[str, str]:
                 t for n in proto.node if n.op_type == "Constant" and (t := constant_tensor(n)) is not None
             ]
             for tensor in tensors:
-                digests.setdefault(tensor.name, _digest(tensor))
+                digests.setdefault(tensor.name, tensor_digest(tensor, graph.weights_dir))
     graph._weight_digests = digests  # type: ignore[attr-defined]
     return digests
-
-
-def _digest(tensor: Any) -> str:
-    hasher = hashlib.blake2b(digest_size=16)
-    hasher.update(f"{tensor.data_type}:{list(tensor.dims)}".encode())
-    if tensor.raw_data:
-        hasher.update(tensor.raw_data)
-    else:
-        try:
-            array = numpy_helper.to_array(tensor)
-            hasher.update(
-                np.ascontiguousarray(array).tobytes() if array.dtype != object else repr(array).encode()
-            )
-        except Exception:
-            hasher.update(b"unloaded")
-    return hasher.hexdigest()
 
 
 @dataclass
@@ -536,9 +519,11 @@ def _fusions(
         group = {producer_a[o] for o in b.outputs[node] if o in producer_a} - taken
         members = set(group) | ({partner} if partner else set())
         grew = True
-        while grew:
+        while grew:  # the closure of absorption; only neighbours of the group can be absorbed
             grew = False
-            for candidate in sorted(removed - taken - group):
+            near = {p for m in members for p in a.producers[m] if p is not None}
+            near.update(c for m in members for c in a.successors[m])
+            for candidate in sorted(near & removed - taken - group):
                 if _absorbed(a, b, matcher, candidate, members, node):
                     group.add(candidate)
                     members.add(candidate)
