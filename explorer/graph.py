@@ -763,11 +763,14 @@ def build_graph(
     """
     flat = bool(types) and all(isinstance(k, str) for k in types)  # a flat table: the main graph
     given: Mapping[Any, Any] = {(): types} if flat else (types or {})
-    tables: dict[GraphPath, ChainMap[str, tuple[Shape | None, int]]] = {}
+    tables: dict[GraphPath, Mapping[str, tuple[Shape | None, int]]] = {}
     for path, graph_proto in iter_graph_paths(model.graph):
         own = {**declared_types(graph_proto), **dict(given.get(path, {}))}
         parent = tables[path[:-1]] if path else None
-        tables[path] = ChainMap(own, *parent.maps) if parent is not None else ChainMap(own)
+        if parent is None:
+            tables[path] = own  # a plain dict: the main graph's lookups are the hot ones
+        else:
+            tables[path] = ChainMap(own, *(parent.maps if isinstance(parent, ChainMap) else [parent]))
 
     root_job = _Job(model.graph, None, 0)
     available = weights_dir is not None

@@ -37,7 +37,7 @@ from .errors import (
     UnsupportedOpsetError,
 )
 from .graph import ModelGraph, build_graph
-from .shape_inference import infer_types, infer_types_isolated
+from .shape_inference import BackgroundInference, infer_types, infer_types_isolated
 from .tensors import format_bytes
 from .weights import LAZY_EXTERNAL_BYTES, check_external_data, external_tensors, read_span
 
@@ -115,6 +115,10 @@ def load(
     >>> g.summary().ops["Conv"]
     20
     """
+    background = None
+    if shape_inference and isolate and _is_model_file(source):
+        # the worker parses the file and infers shapes on the other core while this process parses it
+        background = BackgroundInference(os.fspath(source), input_shapes)
     model, label, base_dir = read_model(source, example_inputs=example_inputs)
     file = Path(source).resolve() if isinstance(source, (str, os.PathLike)) and base_dir is not None else None
     if model_path is not None and isinstance(source, ModelProto):
@@ -143,7 +147,10 @@ def load(
         file = None  # the model now differs from the file
     types: dict[str, Any] = {}
     if shape_inference:
-        types, inference_notes = infer_types_isolated(model) if isolate else infer_types(model)
+        if background is not None:
+            types, inference_notes = background.result(model)
+        else:
+            types, inference_notes = infer_types_isolated(model) if isolate else infer_types(model)
         notes.extend(inference_notes)
     graph = build_graph(
         model, types=types, constants_as_nodes=constants_as_nodes, source=label, weights_dir=weights_dir
@@ -151,6 +158,12 @@ def load(
     graph.notes.extend(notes)
     graph.model_path = file
     return graph
+
+
+def _is_model_file(source: Source) -> bool:
+    if isinstance(source, str) and source.startswith(ZOO_PREFIX):
+        return False
+    return isinstance(source, (str, os.PathLike)) and Path(source).is_file()
 
 
 def _attach_external_data(externals: list[TensorProto], base_dir: Path, label: str) -> list[str]:

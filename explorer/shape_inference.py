@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import io
+import threading
+from collections.abc import Mapping, Sequence
 
 import onnx
 from onnx import ModelProto
@@ -24,6 +26,8 @@ __all__ = [
     "infer_types",
     "infer_types_isolated",
     "infer_types_file",
+    "infer_types_path",
+    "BackgroundInference",
     "unknown_tensors",
     "SYMBOLIC_FALLBACK_MAX_NODES",
     "PROTOBUF_LIMIT",
@@ -240,7 +244,96 @@ def infer_types_isolated(
     except (
         Exception
     ) as err:  # WorkerCrashed (signal_name), WorkerTimeout, WorkerOutOfMemory, or a Python error
-        reason = getattr(err, "signal_name", None) or type(err).__name__
-        return _collect(model), [
-            f"shape inference failed in the worker ({reason}); shapes are the ones declared in the model"
-        ]
+        return _collect(model), [_failure_note(err)]
+
+
+def infer_types_path(
+    path: str, input_shapes: Mapping[str, Sequence[int]] | None = None
+) -> tuple[PerGraphTypes, list[str]]:
+    """:func:`infer_types` of a model file read here, with ``input_shapes`` fixed first.
+
+    What the worker runs when it reads the model itself (:class:`BackgroundInference`),
+    while the caller parses the same file.
+
+    Examples
+    --------
+    >>> import tempfile, os, onnx
+    >>> from explorer import zoo
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     onnx.save(zoo.build("mlp"), os.path.join(tmp, "m.onnx"))
+    ...     infer_types_path(os.path.join(tmp, "m.onnx"), {"input": [3, 1, 28, 28]})[0][()]["logits"]
+    ((3, 10), 1)
+    """
+    model = onnx.load(path, load_external_data=False)
+    if input_shapes:
+        from .load import fix_input_shapes
+
+        fix_input_shapes(model, input_shapes, path)
+    return infer_types(model)
+
+
+class BackgroundInference:
+    """Shape inference of a model file, started in the worker before the caller parses the file.
+
+    The worker reads and parses the file itself (on the other core) while this
+    process parses it too, so inference costs little beyond the parse. A crash,
+    time-out or error in the worker is a note with the declared shapes, as in
+    :func:`infer_types_isolated`.
+
+    Parameters
+    ----------
+    path : path
+        The model file.
+    input_shapes : mapping, optional
+        Input shapes the caller fixes too.
+    timeout : float, optional
+        Seconds the worker may take.
+
+    Examples
+    --------
+    >>> import tempfile, os, onnx
+    >>> from explorer import zoo
+    >>> folder = tempfile.mkdtemp()
+    >>> onnx.save(zoo.build("mlp"), os.path.join(folder, "m.onnx"))
+    >>> job = BackgroundInference(os.path.join(folder, "m.onnx"))
+    >>> types, notes = job.result(onnx.load(os.path.join(folder, "m.onnx")))
+    >>> types[()]["logits"][0], notes
+    (('batch', 10), [])
+    """
+
+    def __init__(
+        self,
+        path: str,
+        input_shapes: Mapping[str, Sequence[int]] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> None:
+        self._outcome: tuple[PerGraphTypes, list[str]] | None = None
+        self._error: BaseException | None = None
+        shapes = {k: list(v) for k, v in input_shapes.items()} if input_shapes else None
+        self._thread = threading.Thread(
+            target=self._run, args=(str(path), shapes, timeout), name="explorer-shape-inference", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, path: str, shapes: dict[str, list[int]] | None, timeout: float | None) -> None:
+        from . import worker
+
+        try:
+            self._outcome = worker.run_on_model(
+                infer_types_path, path, shapes, step="shape inference", timeout=timeout
+            )
+        except BaseException as err:  # reported to the caller by result()
+            self._error = err
+
+    def result(self, model: ModelProto) -> tuple[PerGraphTypes, list[str]]:
+        """Wait for the worker; on failure, the types ``model`` declares and a note why."""
+        self._thread.join()
+        if self._outcome is not None:
+            return self._outcome
+        return _collect(model), [_failure_note(self._error)]
+
+
+def _failure_note(err: BaseException | None) -> str:
+    reason = getattr(err, "signal_name", None) or type(err).__name__
+    return f"shape inference failed in the worker ({reason}); shapes are the ones declared in the model"
