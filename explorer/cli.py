@@ -189,9 +189,9 @@ def _passes(args: argparse.Namespace) -> int:
         progress=None if args.json else _progress,
     )
     if args.output:
-        from .io import save_model_atomic
+        from .model_files import save_graph_model
 
-        save_model_atomic(timeline.snapshots[-1].graph.model, args.output)
+        save_graph_model(timeline.snapshots[-1].graph, args.output)
     if args.json:
         print(json.dumps(timeline.to_dict()))
     else:

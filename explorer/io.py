@@ -69,6 +69,8 @@ def save_model_atomic(model: onnx.ModelProto, path: str | os.PathLike[str]) -> P
     >>> save_model_atomic.__name__
     'save_model_atomic'
     """
-    if model.ByteSize() >= 2**31 - 1:
+    from .tensors import PROTOBUF_LIMIT
+
+    if model.ByteSize() >= PROTOBUF_LIMIT:
         raise ValueError(f"{path}: the model is over 2 GiB; save it with external data (onnx.save_model)")
     return write_bytes_atomic(model.SerializeToString(), path)

@@ -32,7 +32,7 @@ from .weights import external_tensors
 if TYPE_CHECKING:
     from .graph import ModelGraph
 
-__all__ = ["scratch_dir", "new_model_dir", "own_folder", "worker_source"]
+__all__ = ["scratch_dir", "new_model_dir", "own_folder", "worker_source", "save_graph_model"]
 
 _SCRATCH: Path | None = None
 
@@ -123,3 +123,28 @@ def worker_source(graph: ModelGraph) -> str | Any:
     os.replace(staging, target)
     graph.model_path = target
     return str(target)
+
+
+def save_graph_model(graph: ModelGraph, path: str | os.PathLike[str]) -> Path:
+    """Save a graph's model to ``path`` atomically, with its weights wherever they live.
+
+    A model that has a file (a pass's output, weights in external files) is
+    re-saved from that file in the worker, its weights read there, and written
+    beside ``path`` as ``<name>.data`` when over 2 GiB; others are serialized here.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from explorer import load
+    >>> out = os.path.join(tempfile.mkdtemp(), "out.onnx")
+    >>> save_graph_model(load("zoo:mlp"), out).name
+    'out.onnx'
+    """
+    from . import native, worker
+    from .io import save_model_atomic
+
+    source = worker_source(graph)
+    if isinstance(source, str):
+        worker.run_on_model(native.resave, source, output=path, step="save the model")
+        return Path(path)
+    return save_model_atomic(source, path)

@@ -40,6 +40,7 @@ __all__ = [
     "run_ort",
     "tvm_import",
     "save_model",
+    "resave",
 ]
 
 PathLike = str | os.PathLike
@@ -95,6 +96,22 @@ def save_model(model: Any, out_path: PathLike) -> None:
     out = Path(out_path)
     big = model.ByteSize() >= PROTOBUF_LIMIT
     onnx.save_model(model, os.fspath(out), save_as_external_data=big, location=f"{out.name}.data")
+
+
+def resave(path: PathLike, *, out_path: PathLike) -> None:
+    """Load a model file with its external data and save it to ``out_path`` (see :func:`save_model`).
+
+    Examples
+    --------
+    >>> import os, tempfile, onnx
+    >>> from explorer import zoo
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     onnx.save(zoo.build("mlp"), os.path.join(tmp, "a.onnx"))
+    ...     resave(os.path.join(tmp, "a.onnx"), out_path=os.path.join(tmp, "b.onnx"))
+    ...     sorted(os.listdir(tmp))
+    ['a.onnx', 'b.onnx']
+    """
+    save_model(_load(path), out_path)
 
 
 def _node_count(model: Any) -> int:

@@ -226,3 +226,30 @@ def test_tensor_stats_of_in_memory_and_external_tensors_agree(lazy_model: Path) 
     tensor = graph.model.graph.initializer[0]
     inline = onnx.load(lazy_model).graph.initializer[0]  # onnx reads the bytes into the proto
     assert tensor_stats(tensor, graph.weights_dir) == pytest.approx(tensor_stats(inline, None))
+
+
+def test_passes_output_of_a_model_with_external_weights_keeps_its_weights(
+    lazy_model: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out" / "optimized.onnx"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "explorer.cli",
+            "passes",
+            str(lazy_model),
+            "--pipeline",
+            "ort:basic",
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    saved = {t.name: onnx.numpy_helper.to_array(t) for t in onnx.load(out).graph.initializer}
+    original = {t.name: onnx.numpy_helper.to_array(t) for t in onnx.load(lazy_model).graph.initializer}
+    assert sorted(saved) == sorted(original)
+    assert all(np.array_equal(saved[name], original[name]) for name in original)
