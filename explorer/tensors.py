@@ -31,6 +31,7 @@ __all__ = [
     "TensorInfo",
     "dtype_name",
     "dtype_bits",
+    "dim_from_proto",
     "shape_from_type",
     "shape_bytes",
     "tensor_info",
@@ -129,7 +130,8 @@ def shape_from_type(type_proto: onnx.TypeProto) -> tuple[Shape | None, int]:
     Returns
     -------
     shape : tuple or None
-        Dimensions as ``int`` (known), ``str`` (symbolic) or ``None`` (unknown);
+        Dimensions as ``int`` (known), ``str`` (symbolic) or ``None`` (unknown,
+        including paddle2onnx's ``dim_value: -1``; see :func:`dim_from_proto`);
         ``None`` when the rank itself is unknown or the value is not a tensor.
     elem_type : int
         The ONNX element type (0 when unknown).
@@ -158,16 +160,30 @@ def shape_from_type(type_proto: onnx.TypeProto) -> tuple[Shape | None, int]:
         return None, 0
     if not tensor_type.HasField("shape"):
         return None, tensor_type.elem_type
-    dims: list[Dim] = []
-    for dim in tensor_type.shape.dim:
-        kind = dim.WhichOneof("value")
-        if kind == "dim_value":
-            dims.append(int(dim.dim_value))
-        elif kind == "dim_param":
-            dims.append(dim.dim_param)
-        else:
-            dims.append(None)
-    return tuple(dims), tensor_type.elem_type
+    return tuple(dim_from_proto(dim) for dim in tensor_type.shape.dim), tensor_type.elem_type
+
+
+def dim_from_proto(dim: onnx.TensorShapeProto.Dimension) -> Dim:
+    """Read one dimension: its size, its symbolic name, or ``None`` when it is dynamic and unnamed.
+
+    A negative ``dim_value`` is dynamic too: paddle2onnx writes ``-1`` for dynamic
+    dims (invalid by the spec, accepted by ONNX Runtime), so it reads as ``None``,
+    like a dim with neither a value nor a name. ``0`` stays a size (an empty
+    dimension is legal, and ONNX Runtime runs it as one).
+
+    Examples
+    --------
+    >>> from onnx import TensorShapeProto
+    >>> [dim_from_proto(TensorShapeProto.Dimension(**kw))
+    ...  for kw in ({"dim_value": 3}, {"dim_param": "batch"}, {"dim_value": -1}, {}, {"dim_value": 0})]
+    [3, 'batch', None, None, 0]
+    """
+    kind = dim.WhichOneof("value")
+    if kind == "dim_value":
+        return int(dim.dim_value) if dim.dim_value >= 0 else None
+    if kind == "dim_param":
+        return dim.dim_param or None
+    return None
 
 
 @dataclass(frozen=True)
