@@ -24,6 +24,7 @@ from .tensors import Shape, dim_from_proto, format_shape, shape_from_type
 __all__ = [
     "infer_types",
     "inference_view",
+    "declaration_conflicts",
     "infer_types_isolated",
     "infer_types_file",
     "unknown_tensors",
@@ -154,6 +155,31 @@ def inference_view(model: ModelProto, *, outputs: bool = True) -> Iterator[tuple
             graph.value_info.extend(everything)
         for kept, value in zip(saved_outputs, model.graph.output, strict=False):
             value.type.CopyFrom(kept)
+
+
+def declaration_conflicts(model: ModelProto) -> list[str]:
+    """Notes on the declared shapes (``value_info``, outputs) that onnx's shape inference contradicts.
+
+    Empty when there are none (or inference fails). The model is not changed.
+
+    Examples
+    --------
+    >>> from onnx import helper, TensorProto
+    >>> g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+    ...     [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+    ...     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5])])
+    >>> declaration_conflicts(helper.make_model(g))[0].split(": ", 1)[1]
+    "'y' declared [2, 5], inferred [2, 3]"
+    """
+    declared = _collect(model)
+    with inference_view(model):
+        try:
+            inferred = onnx.shape_inference.infer_shapes(
+                model, check_type=False, strict_mode=False, data_prop=True
+            )
+        except Exception:
+            return []
+    return _merge(declared, _collect(inferred))
 
 
 def _sized_dynamic(dim: onnx.TensorShapeProto.Dimension) -> bool:

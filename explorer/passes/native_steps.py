@@ -296,22 +296,27 @@ def onnxsim_step(
 def _trusted_input(path: str, folder: str) -> tuple[str, list[str]]:
     """The model onnxsim should see: ``path`` itself, or a copy in ``folder`` as inference sees it.
 
-    onnxsim trusts declared ``value_info`` (a stale rank made it drop a Flatten that
-    was not a no-op) and reads paddle2onnx's ``-1`` dims as sizes; the copy hides what
-    :func:`explorer.shape_inference.inference_view` hides. The input file is never changed.
+    onnxsim trusts declared shapes (a stale rank-2 ``value_info`` made it drop a
+    Flatten that was not a no-op) and reads paddle2onnx's ``-1`` dims as sizes. When
+    the model has either, the copy hides what
+    :func:`explorer.shape_inference.inference_view` hides; otherwise onnxsim gets
+    ``path`` as it is. The input file is never changed.
     """
-    from ..shape_inference import inference_view
+    from ..shape_inference import declaration_conflicts, inference_view
 
-    with inference_view(onnx.load(path, load_external_data=False), outputs=False) as (hidden, dynamic):
-        if not hidden and not dynamic:
-            return path, []
+    structure = onnx.load(path, load_external_data=False)
+    conflicts = declaration_conflicts(structure)
+    with inference_view(structure, outputs=False) as (_, dynamic):
+        pass
+    if not conflicts and not dynamic:
+        return path, []
     model = onnx.load(path)
     target = os.path.join(folder, "input.onnx")
     with inference_view(model, outputs=False):
         save_model(model, target)
-    notes = [f"{hidden} value_info shapes left for onnxsim to infer"] if hidden else []
+    notes = [f"{conflicts[0]}; onnxsim is given the model without them"] if conflicts else []
     if dynamic:
-        notes.append(f"{dynamic} dims written as negative dim_value read as dynamic")
+        notes.append(f"{dynamic} dims written as a negative dim_value given to onnxsim as dynamic")
     return target, notes
 
 
