@@ -38,7 +38,7 @@ from .errors import (
 )
 from .graph import ModelGraph, build_graph
 from .shape_inference import BackgroundInference, infer_types, infer_types_isolated
-from .tensors import format_bytes
+from .tensors import dim_from_proto, format_bytes
 from .weights import LAZY_EXTERNAL_BYTES, check_external_data, external_tensors, read_span
 
 __all__ = ["load", "read_model", "fix_input_shapes", "external_tensors", "ZOO_PREFIX"]
@@ -312,7 +312,9 @@ def fix_input_shapes(
     Raises
     ------
     ModelLoadError
-        When an input name is unknown, the rank differs, or a fixed dimension conflicts.
+        When an input name is unknown or names a weight, the rank differs, or a fixed
+        dimension conflicts. Dynamic dims (named, unnamed, or paddle2onnx's ``-1``) take
+        any size.
 
     Examples
     --------
@@ -322,12 +324,20 @@ def fix_input_shapes(
     >>> [d.dim_value for d in m.graph.input[0].type.tensor_type.shape.dim]
     [4, 1, 28, 28]
     """
-    by_name = {v.name: v for v in model.graph.input}
+    weights = {t.name for t in model.graph.initializer}
+    by_name = {v.name: v for v in model.graph.input if v.name not in weights}
     for name, shape in input_shapes.items():
         if name not in by_name:
             known = ", ".join(sorted(by_name)) or "none"
+            what = (
+                "a weight (an initializer also listed among the graph inputs, as exporters for "
+                "IR < 4 write them), not an input that takes a shape"
+                if name in weights
+                else "not an input"
+            )
             raise ModelLoadError(
-                f"input_shapes names {name!r}, but the model's inputs are: {known}", path=label
+                f"input_shapes names {name!r}, which is {what}; the model's inputs are: {known}",
+                path=label,
             )
         tensor_type = by_name[name].type.tensor_type
         dims = tensor_type.shape.dim
@@ -342,7 +352,7 @@ def fix_input_shapes(
                 path=label,
             )
         for i, (dim, value) in enumerate(zip(dims, shape, strict=False)):
-            if dim.HasField("dim_value") and dim.dim_value != value:
+            if isinstance(dim_from_proto(dim), int) and dim.dim_value != value:  # -1 is dynamic, not fixed
                 raise ModelLoadError(
                     f"input {name!r} dim {i} is fixed to {dim.dim_value}; input_shapes asks for {value}",
                     path=label,

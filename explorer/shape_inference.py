@@ -11,19 +11,22 @@ Examples
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import onnx
 from onnx import ModelProto
 
-from .graph import GraphPath, iter_graph_paths
-from .tensors import PROTOBUF_LIMIT, Shape, shape_from_type
+from .graph import GraphPath, iter_graph_paths, iter_graphs
+from .tensors import PROTOBUF_LIMIT, Shape, dim_from_proto, format_shape, shape_from_type
 from .weights import stripped_copy
 
 __all__ = [
     "infer_types",
+    "inference_view",
+    "declaration_conflicts",
     "infer_types_isolated",
     "infer_types_file",
     "infer_types_path",
@@ -55,12 +58,153 @@ def _collect(model: ModelProto) -> PerGraphTypes:
     return tables
 
 
-def _merge(into: PerGraphTypes, found: PerGraphTypes) -> None:
+def _merge(into: PerGraphTypes, found: PerGraphTypes) -> list[str]:
+    """Add inferred types (``found``) to the declared ones (``into``); return notes on contradictions.
+
+    The more telling shape is kept (see :func:`_score`), except where inference
+    contradicts a declaration (another rank, or another size for a dim both give as
+    a size): then the inferred shape wins, since it is what the operators compute
+    (a declaration left behind by an edit, an exporter's stale ``value_info``).
+    """
+    conflicts: list[str] = []
     for path, table in found.items():
         target = into.setdefault(path, {})
         for name, value in table.items():
-            if name not in target or _score(value[0]) > _score(target[name][0]):
+            old = target.get(name)
+            if old is not None and _contradicts(old[0], value[0]):
+                conflicts.append(
+                    f"{name!r} declared {format_shape(old[0])}, inferred {format_shape(value[0])}"
+                )
                 target[name] = value
+            elif old is None or _score(value[0]) > _score(old[0]):
+                target[name] = value
+    if not conflicts:
+        return []
+    shown = "; ".join(conflicts[:3]) + (f"; and {len(conflicts) - 3} more" if len(conflicts) > 3 else "")
+    return [
+        f"the model declares shapes that shape inference contradicts for {len(conflicts)} tensors "
+        f"(stale value_info or outputs); the inferred shapes are used: {shown}"
+    ]
+
+
+def _contradicts(declared: Shape | None, inferred: Shape | None) -> bool:
+    """Whether two shapes cannot both be right: other ranks, or other sizes of one dim."""
+    if declared is None or inferred is None:
+        return False
+    if len(declared) != len(inferred):
+        return True
+    return any(
+        isinstance(a, int) and isinstance(b, int) and a != b for a, b in zip(declared, inferred, strict=True)
+    )
+
+
+@contextlib.contextmanager
+def inference_view(model: ModelProto, *, outputs: bool = True) -> Iterator[tuple[int, int]]:
+    """Show shape inference only what it should trust; the model is put back afterwards.
+
+    Inside the ``with`` block, ``value_info`` of tensors that an operator with an
+    ONNX schema produces is hidden (inference recomputes it, and a stale entry
+    would win over the computed shape); negative ``dim_value`` (paddle2onnx's
+    ``-1``) reads as an unnamed dim, not a size; with ``outputs``, declared output
+    shapes are cleared too (so fixed input shapes propagate to them). Yields how
+    many ``value_info`` entries were hidden and how many negative dims cleared.
+
+    Examples
+    --------
+    >>> from onnx import helper, TensorProto
+    >>> g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+    ...     [helper.make_tensor_value_info("x", TensorProto.FLOAT, [-1, 3])],
+    ...     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [-1, 3])],
+    ...     value_info=[helper.make_tensor_value_info("y", TensorProto.FLOAT, [5])])
+    >>> m = helper.make_model(g)
+    >>> batch = m.graph.input[0].type.tensor_type.shape.dim[0]
+    >>> with inference_view(m) as (hidden, dynamic):
+    ...     hidden, dynamic, len(m.graph.value_info), batch.HasField("dim_value")
+    (1, 1, 0, False)
+    >>> len(m.graph.value_info), batch.dim_value
+    (1, -1)
+    """
+    saved_outputs = [onnx.TypeProto() for _ in model.graph.output] if outputs else []
+    for kept, value in zip(saved_outputs, model.graph.output, strict=False):
+        kept.CopyFrom(value.type)
+        if value.type.HasField("tensor_type"):
+            value.type.tensor_type.ClearField("shape")
+    hidden: list[tuple[onnx.GraphProto, list[onnx.ValueInfoProto]]] = []
+    count = 0
+    negative: list[tuple[onnx.TensorShapeProto.Dimension, int]] = []
+    for graph, _ in iter_graphs(model.graph):
+        inferable = {out for node in graph.node if _has_schema(node) for out in node.output}
+        if any(v.name in inferable for v in graph.value_info):
+            hidden.append((graph, [_copy(v) for v in graph.value_info]))
+            kept_info = [_copy(v) for v in graph.value_info if v.name not in inferable]
+            count += len(graph.value_info) - len(kept_info)
+            del graph.value_info[:]
+            graph.value_info.extend(kept_info)
+        for value in (*graph.input, *graph.output, *graph.value_info):
+            if value.type.HasField("tensor_type"):
+                negative.extend(
+                    (d, d.dim_value) for d in value.type.tensor_type.shape.dim if _sized_dynamic(d)
+                )
+    for dim, _ in negative:
+        dim.ClearField("dim_value")
+    try:
+        yield count, len(negative)
+    finally:
+        for dim, size in negative:
+            dim.dim_value = size
+        for graph, everything in hidden:
+            del graph.value_info[:]
+            graph.value_info.extend(everything)
+        for kept, value in zip(saved_outputs, model.graph.output, strict=False):
+            value.type.CopyFrom(kept)
+
+
+def declaration_conflicts(model: ModelProto) -> list[str]:
+    """Notes on the declared shapes (``value_info``, outputs) that onnx's shape inference contradicts.
+
+    Empty when there are none (or inference fails). The model is not changed.
+
+    Examples
+    --------
+    >>> from onnx import helper, TensorProto
+    >>> g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+    ...     [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+    ...     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5])])
+    >>> declaration_conflicts(helper.make_model(g))[0].split(": ", 1)[1]
+    "'y' declared [2, 5], inferred [2, 3]"
+    """
+    declared = _collect(model)
+    with inference_view(model):
+        try:
+            inferred = onnx.shape_inference.infer_shapes(
+                model, check_type=False, strict_mode=False, data_prop=True
+            )
+        except Exception:
+            return []
+    return _merge(declared, _collect(inferred))
+
+
+def _sized_dynamic(dim: onnx.TensorShapeProto.Dimension) -> bool:
+    """A ``dim_value`` that :func:`~explorer.tensors.dim_from_proto` reads as dynamic (-1)."""
+    return dim.WhichOneof("value") == "dim_value" and dim_from_proto(dim) is None
+
+
+def _has_schema(node: onnx.NodeProto) -> bool:
+    return _schema_known(node.op_type, node.domain)
+
+
+@functools.cache
+def _schema_known(op_type: str, domain: str) -> bool:
+    try:
+        return onnx.defs.has(op_type, domain)
+    except Exception:
+        return False
+
+
+def _copy(value: onnx.ValueInfoProto) -> onnx.ValueInfoProto:
+    copy = onnx.ValueInfoProto()
+    copy.CopyFrom(value)
+    return copy
 
 
 def _known(shape: Shape | None) -> bool:
@@ -128,24 +272,17 @@ def infer_types(model: ModelProto) -> tuple[PerGraphTypes, list[str]]:
     if model.ByteSize() >= PROTOBUF_LIMIT:
         notes.append("shape inference skipped: the model's structure alone is over 2 GiB")
         return tables, notes
-    # Declared output shapes would stop inference from refining them (e.g. after
-    # input_shapes fixed "batch"): infer with them cleared, then keep the better one.
-    saved = [onnx.TypeProto() for _ in model.graph.output]
-    for kept, value in zip(saved, model.graph.output, strict=True):
-        kept.CopyFrom(value.type)
-        if value.type.HasField("tensor_type"):
-            value.type.tensor_type.ClearField("shape")
-    try:
-        inferred = onnx.shape_inference.infer_shapes(
-            model, check_type=False, strict_mode=False, data_prop=True
-        )
-    except Exception as err:  # a node whose inference throws even in lenient mode
-        notes.append(f"onnx shape inference failed: {_first_line(err)}")
-        inferred = model
-    finally:
-        for kept, value in zip(saved, model.graph.output, strict=True):
-            value.type.CopyFrom(kept)
-    _merge(tables, _collect(inferred))
+    # Declared output shapes and value_info would stop inference from refining them (e.g.
+    # after input_shapes fixed "batch"): infer with them hidden, then keep the better one.
+    with inference_view(model):
+        try:
+            inferred = onnx.shape_inference.infer_shapes(
+                model, check_type=False, strict_mode=False, data_prop=True
+            )
+        except Exception as err:  # a node whose inference throws even in lenient mode
+            notes.append(f"onnx shape inference failed: {_first_line(err)}")
+            inferred = model
+    notes.extend(_merge(tables, _collect(inferred)))
     types = tables[()]
     missing = unknown_tensors(model, types)
     if not missing:

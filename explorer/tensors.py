@@ -32,6 +32,7 @@ __all__ = [
     "TensorInfo",
     "dtype_name",
     "dtype_bits",
+    "dim_from_proto",
     "shape_from_type",
     "shape_bytes",
     "tensor_info",
@@ -136,7 +137,8 @@ def shape_from_type(type_proto: onnx.TypeProto) -> tuple[Shape | None, int]:
     Returns
     -------
     shape : tuple or None
-        Dimensions as ``int`` (known), ``str`` (symbolic) or ``None`` (unknown);
+        Dimensions as ``int`` (known), ``str`` (symbolic) or ``None`` (unknown,
+        including paddle2onnx's ``dim_value: -1``; see :func:`dim_from_proto`);
         ``None`` when the rank itself is unknown or the value is not a tensor.
     elem_type : int
         The ONNX element type (0 when unknown).
@@ -165,16 +167,31 @@ def shape_from_type(type_proto: onnx.TypeProto) -> tuple[Shape | None, int]:
         return None, 0
     if not tensor_type.HasField("shape"):
         return None, tensor_type.elem_type
-    dims: list[Dim] = []
-    for dim in tensor_type.shape.dim:
-        kind = dim.WhichOneof("value")
-        if kind == "dim_value":
-            dims.append(int(dim.dim_value))
-        elif kind == "dim_param":
-            dims.append(dim.dim_param)
-        else:
-            dims.append(None)
-    return tuple(dims), tensor_type.elem_type
+    return tuple(dim_from_proto(dim) for dim in tensor_type.shape.dim), tensor_type.elem_type
+
+
+def dim_from_proto(dim: onnx.TensorShapeProto.Dimension) -> Dim:
+    """Read one dimension: its size, its symbolic name, or ``None`` when it is dynamic and unnamed.
+
+    A non-positive ``dim_value`` is dynamic too: paddle2onnx writes ``-1`` and
+    older converters (keras2onnx, onnxmltools) ``0`` for dynamic dims, so they
+    read as ``None``, like a dim with neither a value nor a name. (A truly
+    empty dimension is legal ONNX but vanishingly rare on graph inputs; models
+    that declare one are shown as dynamic there.)
+
+    Examples
+    --------
+    >>> from onnx import TensorShapeProto
+    >>> [dim_from_proto(TensorShapeProto.Dimension(**kw))
+    ...  for kw in ({"dim_value": 3}, {"dim_param": "batch"}, {"dim_value": -1}, {}, {"dim_value": 0})]
+    [3, 'batch', None, None, None]
+    """
+    kind = dim.WhichOneof("value")
+    if kind == "dim_value":
+        return int(dim.dim_value) if dim.dim_value > 0 else None
+    if kind == "dim_param":
+        return dim.dim_param or None
+    return None
 
 
 @dataclass(frozen=True)

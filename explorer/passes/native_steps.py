@@ -19,6 +19,8 @@ Examples
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Mapping, Sequence
 
 import onnx
@@ -222,6 +224,7 @@ def _fixed_shapes(
     batch-like names, else 32), so the verification's random inputs fit the fixed model.
     """
     from ..runtimes.compare import symbolic_dim_default
+    from ..tensors import shape_from_type
 
     shapes: dict[str, list[int]] = {k: list(v) for k, v in (given or {}).items()}
     log: list[str] = []
@@ -229,12 +232,9 @@ def _fixed_shapes(
     for value in model.graph.input:
         if value.name in shapes or value.name in initializers:
             continue
-        dims = value.type.tensor_type.shape.dim
-        if any(not d.HasField("dim_value") for d in dims):
-            shapes[value.name] = [
-                d.dim_value if d.HasField("dim_value") else symbolic_dim_default(d.dim_param or None)
-                for d in dims
-            ]
+        declared, _ = shape_from_type(value.type)  # -1 (paddle2onnx) and unnamed dims read as None
+        if declared is not None and any(not isinstance(d, int) for d in declared):
+            shapes[value.name] = [d if isinstance(d, int) else symbolic_dim_default(d) for d in declared]
             log.append(
                 f"input {value.name!r}: dynamic dims fixed -> {shapes[value.name]} "
                 "(pass input_shapes to choose)"
@@ -280,15 +280,44 @@ def onnxsim_step(
         shapes, log = _fixed_shapes(onnx.load(path, load_external_data=False), input_shapes)
     elif mode not in ("full", "constant_folding"):
         raise ValueError(f"unknown onnxsim mode {mode!r}; use full, constant_folding or shape_ops")
-    summary = native.simplify(
-        path,
-        out_path,
-        (shapes or None) if mode != "constant_folding" else None,
-        check_n=0,
-        perform_optimization=mode == "full",
-        skipped_optimizers=list(PORTABILITY_SKIPS) if portable else None,
-    )
-    return [*log, f"onnxsim {mode}: check {'passed' if summary['check_ok'] else 'FAILED'}"]
+    with tempfile.TemporaryDirectory(prefix="onnxsim-input-", dir=os.path.dirname(out_path)) as tmp:
+        source, notes = _trusted_input(path, tmp)
+        summary = native.simplify(
+            source,
+            out_path,
+            (shapes or None) if mode != "constant_folding" else None,
+            check_n=0,
+            perform_optimization=mode == "full",
+            skipped_optimizers=list(PORTABILITY_SKIPS) if portable else None,
+        )
+    return [*log, *notes, f"onnxsim {mode}: check {'passed' if summary['check_ok'] else 'FAILED'}"]
+
+
+def _trusted_input(path: str, folder: str) -> tuple[str, list[str]]:
+    """The model onnxsim should see: ``path`` itself, or a copy in ``folder`` as inference sees it.
+
+    onnxsim trusts declared shapes (a stale rank-2 ``value_info`` made it drop a
+    Flatten that was not a no-op) and reads paddle2onnx's ``-1`` dims as sizes. When
+    the model has either, the copy hides what
+    :func:`explorer.shape_inference.inference_view` hides; otherwise onnxsim gets
+    ``path`` as it is. The input file is never changed.
+    """
+    from ..shape_inference import declaration_conflicts, inference_view
+
+    structure = onnx.load(path, load_external_data=False)
+    conflicts = declaration_conflicts(structure)
+    with inference_view(structure, outputs=False) as (_, dynamic):
+        pass
+    if not conflicts and not dynamic:
+        return path, []
+    model = onnx.load(path)
+    target = os.path.join(folder, "input.onnx")
+    with inference_view(model, outputs=False):
+        save_model(model, target)
+    notes = [f"{conflicts[0]}; onnxsim is given the model without them"] if conflicts else []
+    if dynamic:
+        notes.append(f"{dynamic} dims written as a negative dim_value given to onnxsim as dynamic")
+    return target, notes
 
 
 def ort_optimize_step(path: str, level: str, *, out_path: str) -> list[str]:

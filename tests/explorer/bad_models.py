@@ -16,6 +16,7 @@ __all__ = [
     "OPSET",
     "tiny_valid_model",
     "gathernd_negative_dim",
+    "gathernd_negative_initializer_dim",
     "squeeze_without_input",
     "terabyte_constant_of_shape",
     "terabyte_expand",
@@ -60,6 +61,22 @@ def gathernd_negative_dim() -> onnx.ModelProto:
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 3])
     node = helper.make_node("GatherND", ["data", "indices"], ["y"])
     return _model(helper.make_graph([node], "gathernd_negative_dim", [data, indices], [y]), opset=13)
+
+
+def gathernd_negative_initializer_dim() -> onnx.ModelProto:
+    """A real native crash through loading: GatherND whose indices are an initializer of dims ``[-1]``.
+
+    Loading reads a *declared* -1 (an input's, an output's, a ``value_info``'s) as a dynamic
+    dim before shape inference, so :func:`gathernd_negative_dim` no longer crashes it; a
+    corrupt initializer's dims are data, not a declaration, and still reach onnx 1.23's
+    GatherND inference, which dies with SIGSEGV.
+    """
+    data = helper.make_tensor_value_info("data", TensorProto.FLOAT, [3, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 3])
+    indices = TensorProto(name="indices", data_type=TensorProto.INT64, dims=[-1])
+    node = helper.make_node("GatherND", ["data", "indices"], ["y"])
+    graph = helper.make_graph([node], "gathernd_negative_initializer_dim", [data], [y], initializer=[indices])
+    return _model(graph, opset=13)
 
 
 def squeeze_without_input() -> onnx.ModelProto:

@@ -93,10 +93,10 @@ def test_console_script_is_installed() -> None:
 
 
 def test_info_of_a_model_that_crashes_native_code(tmp_path: Path) -> None:
-    from tests.explorer.bad_models import gathernd_negative_dim
+    from tests.explorer.bad_models import gathernd_negative_initializer_dim
 
     path = tmp_path / "gathernd.onnx"
-    onnx.save(gathernd_negative_dim(), path)
+    onnx.save(gathernd_negative_initializer_dim(), path)
     done = run_cli("info", str(path), "--json")
     assert done.returncode == 0, done.stderr
     assert any("SIGSEGV" in note for note in json.loads(done.stdout)["notes"])

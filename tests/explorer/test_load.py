@@ -345,10 +345,10 @@ def test_external_data_length_not_matching_shape(tmp_path: Path) -> None:
 
 
 def test_a_model_that_crashes_onnx_shape_inference_still_loads(tmp_path: Path) -> None:
-    from tests.explorer.bad_models import gathernd_negative_dim
+    from tests.explorer.bad_models import gathernd_negative_initializer_dim
 
     path = tmp_path / "gathernd.onnx"
-    onnx.save(gathernd_negative_dim(), path)
+    onnx.save(gathernd_negative_initializer_dim(), path)
     before = digest(path)
     graph = load(path)  # onnx's inference segfaults on it: in the worker, that is a note
     assert graph.summary().ops == {"GatherND": 1}
