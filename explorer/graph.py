@@ -25,6 +25,7 @@ Examples
 from __future__ import annotations
 
 import ast
+import functools
 from collections import ChainMap, Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from .summary import ModelSummary
 
 __all__ = [
+    "has_schema",
     "INPUT_PREFIX",
     "OUTPUT_PREFIX",
     "OUTER_PREFIX",
@@ -114,6 +116,21 @@ def _subgraph_attrs(attr: AttributeProto) -> list[tuple[str, GraphProto]]:
     if attr.type == AttributeProto.GRAPHS:
         return [(f"{attr.name}[{i}]", g) for i, g in enumerate(attr.graphs)]
     return []
+
+
+@functools.cache
+def has_schema(op_type: str, domain: str) -> bool:
+    """Whether the installed onnx has a schema for this operator (any version).
+
+    Examples
+    --------
+    >>> has_schema("Conv", ""), has_schema("FusedConv", "com.microsoft")
+    (True, False)
+    """
+    try:
+        return onnx.defs.has(op_type, domain)
+    except Exception:  # onnx raises for malformed domains
+        return False
 
 
 def declared_types(graph: GraphProto) -> dict[str, tuple[Shape | None, int]]:

@@ -11,7 +11,6 @@ Examples
 from __future__ import annotations
 
 import contextlib
-import functools
 import io
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -19,7 +18,7 @@ from collections.abc import Iterator, Mapping, Sequence
 import onnx
 from onnx import ModelProto
 
-from .graph import GraphPath, iter_graph_paths, iter_graphs
+from .graph import GraphPath, has_schema, iter_graph_paths, iter_graphs
 from .tensors import PROTOBUF_LIMIT, Shape, dim_from_proto, format_shape, shape_from_type
 from .weights import stripped_copy
 
@@ -133,7 +132,9 @@ def inference_view(model: ModelProto, *, outputs: bool = True) -> Iterator[tuple
     count = 0
     negative: list[tuple[onnx.TensorShapeProto.Dimension, int]] = []
     for graph, _ in iter_graphs(model.graph):
-        inferable = {out for node in graph.node if _has_schema(node) for out in node.output}
+        inferable = {
+            out for node in graph.node if has_schema(node.op_type, node.domain) for out in node.output
+        }
         if any(v.name in inferable for v in graph.value_info):
             hidden.append((graph, [_copy(v) for v in graph.value_info]))
             kept_info = [_copy(v) for v in graph.value_info if v.name not in inferable]
@@ -187,18 +188,6 @@ def declaration_conflicts(model: ModelProto) -> list[str]:
 def _sized_dynamic(dim: onnx.TensorShapeProto.Dimension) -> bool:
     """A ``dim_value`` that :func:`~explorer.tensors.dim_from_proto` reads as dynamic (-1)."""
     return dim.WhichOneof("value") == "dim_value" and dim_from_proto(dim) is None
-
-
-def _has_schema(node: onnx.NodeProto) -> bool:
-    return _schema_known(node.op_type, node.domain)
-
-
-@functools.cache
-def _schema_known(op_type: str, domain: str) -> bool:
-    try:
-        return onnx.defs.has(op_type, domain)
-    except Exception:
-        return False
 
 
 def _copy(value: onnx.ValueInfoProto) -> onnx.ValueInfoProto:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import onnx
 from onnx import GraphProto
 
-from .graph import INPUT_PREFIX, OUTPUT_PREFIX, constant_tensor, iter_graphs
+from .graph import INPUT_PREFIX, OUTPUT_PREFIX, constant_tensor, has_schema, iter_graphs
 from .tensors import Shape, dtype_name, format_bytes, format_shape, shape_bytes, shape_from_type
 
 if TYPE_CHECKING:
@@ -242,13 +242,6 @@ def _ort_kernels() -> frozenset[tuple[str, str]]:
     return frozenset((k.domain or "ai.onnx", k.op_name) for k in _pybind_state.get_all_opkernel_def())
 
 
-def _has_schema(op_type: str, domain: str) -> bool:
-    try:
-        return onnx.defs.has(op_type, domain)
-    except Exception:
-        return False
-
-
 def summarize(graph: ModelGraph) -> ModelSummary:
     """Compute the summary of a top-level ModelGraph.
 
@@ -294,7 +287,7 @@ def summarize(graph: ModelGraph) -> ModelSummary:
                 tensor = constant_tensor(node)
                 if tensor is not None:
                     tensors.append(tensor)
-            elif (node.domain, node.op_type) not in local_functions and not _has_schema(
+            elif (node.domain, node.op_type) not in local_functions and not has_schema(
                 node.op_type, node.domain
             ):
                 key = (node.domain or "ai.onnx", node.op_type)
