@@ -6,7 +6,12 @@ Names:
   ``onnxoptimizer:fuse_bn_into_conv``), and the preset ``fuse_and_eliminate``;
 - ``onnxsim`` and its sub-stages ``onnxsim:constant_folding`` and ``onnxsim:shape_ops``;
 - ``ort:basic``, ``ort:extended``, ``ort:layout`` (where ONNX Runtime has it), ``ort:all``;
-- ``version_converter`` (parameter ``opset``; ``opset:13`` is a shorthand).
+- ``version_converter`` (parameter ``opset``; ``opset:13`` is a shorthand);
+- ``onnxscript:optimize`` and its parts (``onnxscript:constant_folding``, ``onnxscript:remove_unused``,
+  ``onnxscript:inline``, ``onnxscript:rewrite``), ``onnxscript:ort_fusions`` (``optimize_for_ort``) and
+  one pass per ONNX Runtime fusion rule set, named after its function (``onnxscript:fuse_sdpa``, ...);
+- ``ort-transformers:MODEL_TYPE`` for every model type of ONNX Runtime's transformer optimizer
+  (``ort-transformers:bert``, ``ort-transformers:gpt2``, ...; parameters ``num_heads``, ``hidden_size``).
 
 Examples
 --------
@@ -30,7 +35,7 @@ from onnx import ModelProto
 
 from .. import worker
 from ..errors import UnknownPassError
-from . import descriptions, native_steps
+from . import descriptions, native_steps, onnxscript_steps, ort_transformers_steps
 from .base import FunctionPass
 
 __all__ = [
@@ -44,7 +49,7 @@ __all__ = [
     "DEFAULT_PASS_TIMEOUT",
 ]
 
-FAMILIES = ("onnxoptimizer", "onnxsim", "ort", "onnx")
+FAMILIES = ("onnxoptimizer", "onnxsim", "onnxscript", "ort", "ort-transformers", "onnx")
 """Pass families, in the order the registry lists them."""
 
 DEFAULT_PASS_TIMEOUT = 600.0
@@ -110,6 +115,31 @@ _version_runner = _runner(
 )
 
 
+def _onnxscript_optimizer_runner(part: str, label: str) -> Callable[..., tuple[ModelProto, list[str]]]:
+    return _runner(onnxscript_steps.optimizer_step, label, part)
+
+
+def _onnxscript_fusion_runner(name: str, label: str) -> Callable[..., tuple[ModelProto, list[str]]]:
+    return _runner(onnxscript_steps.fusion_step, label, name)
+
+
+def _ort_transformers_args(params: Mapping[str, Any]) -> tuple:
+    level = params.get("opt_level")
+    return (
+        int(params.get("num_heads") or 0),
+        int(params.get("hidden_size") or 0),
+        None if level is None else int(level),
+        bool(params.get("gelu_approximation")),
+        bool(params.get("use_multi_head_attention")),
+    )
+
+
+def _ort_transformers_runner(model_type: str, label: str) -> Callable[..., tuple[ModelProto, list[str]]]:
+    return _runner(
+        ort_transformers_steps.ort_transformers_step, label, model_type, from_params=_ort_transformers_args
+    )
+
+
 def _ort_levels() -> list[str]:
     import onnxruntime as ort
 
@@ -164,6 +194,51 @@ def _registry() -> dict[str, FunctionPass]:
             descriptions.ORT.get(key, f"ONNX Runtime {level} graph optimisation level."),
             _ort_runner(level, key),
             dict(base),
+            kind="fuse",
+        )
+    for part in onnxscript_steps.OPTIMIZER_PARTS:
+        key = f"onnxscript:{part}"
+        passes[key] = FunctionPass(
+            key,
+            "onnxscript",
+            descriptions.ONNXSCRIPT[key],
+            _onnxscript_optimizer_runner(part, key),
+            dict(base),
+            kind=descriptions.ONNXSCRIPT_KIND.get(key, "simplify"),
+        )
+    passes["onnxscript:ort_fusions"] = FunctionPass(
+        "onnxscript:ort_fusions",
+        "onnxscript",
+        descriptions.ONNXSCRIPT["onnxscript:ort_fusions"],
+        _runner(onnxscript_steps.ort_fusions_step, "onnxscript:ort_fusions"),
+        dict(base),
+        kind="fuse",
+    )
+    for name in onnxscript_steps.FUSION_STEPS:
+        key = f"onnxscript:{name}"
+        passes[key] = FunctionPass(
+            key,
+            "onnxscript",
+            descriptions.ONNXSCRIPT[key],
+            _onnxscript_fusion_runner(name, key),
+            dict(base),
+            kind="fuse",
+        )
+    for model_type in ort_transformers_steps.model_types():
+        key = f"ort-transformers:{model_type}"
+        passes[key] = FunctionPass(
+            key,
+            "ort-transformers",
+            descriptions.ort_transformers(model_type),
+            _ort_transformers_runner(model_type, key),
+            {
+                **base,
+                "num_heads": 0,
+                "hidden_size": 0,
+                "opt_level": None,
+                "gelu_approximation": False,
+                "use_multi_head_attention": False,
+            },
             kind="fuse",
         )
     passes["version_converter"] = FunctionPass(
