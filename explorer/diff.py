@@ -555,17 +555,32 @@ def _fusions(
             if fed and all(i < len(weights_b) and weights_b[i] for i in fed):
                 kind = "folded"
         into = _wrapped_op(b, matcher, node) if partner is None else node
-        sources_ops = " + ".join(a.op_type[n] for n in ordered)
-        fusions.append(Fusion(into, tuple(ordered), f"{sources_ops} -> {b.op_type[into]}", kind))
+        fusions.append(
+            Fusion(into, tuple(ordered), f"{_sources_pattern(a, ordered)} -> {b.op_type[into]}", kind)
+        )
     return fusions
+
+
+_PATTERN_OPS = 8
+"""Fusions of more nodes name each op once, in data-flow order, and the count (attention is ~50 nodes)."""
+
+
+def _sources_pattern(a: _Side, ordered: list[str]) -> str:
+    ops = [a.op_type[n] for n in ordered]
+    if len(ops) <= _PATTERN_OPS:
+        return " + ".join(ops)
+    return " + ".join(dict.fromkeys(ops)) + f" ({len(ops)} nodes)"
 
 
 _LAYOUT_OPS = frozenset({"Transpose", "Reshape", "Squeeze", "Unsqueeze", "Identity", "Cast", "Flatten"})
 
 
 def _wrapped_op(b: _Side, matcher: _Matcher, node: str) -> str:
-    """The contrib op behind an added layout op: a rewrite that emits ``Reshape(Transpose(MultiHeadAttention))``
-    in place of what it replaced fused into the MultiHeadAttention, not the last Transpose."""
+    """The contrib op behind an added layout op, else the node itself.
+
+    A rewrite that emits ``Reshape(Transpose(MultiHeadAttention))`` in place of what it
+    replaced fused that into the MultiHeadAttention, not into the last Transpose.
+    """
     current, seen = node, {node}
     while b.op_type[current] in _LAYOUT_OPS:
         data = [p for p in b.producers[current] if p is not None]

@@ -871,7 +871,9 @@ _ORT_TRANSFORMERS_CLASSES: dict[str, str] = {
     "qwen3": "Gpt2OnnxModel, used for Qwen3 decoders (RoPE, grouped-query attention, RMS norm)",
     "vit": "BertOnnxModel, with no attention mask (vision transformers attend to every patch)",
     "swin": "BertOnnxModel, for the Swin transformer's windowed attention",
-    "gpt_neox": "BertOnnxModel, for GPT-NeoX (rotary attention), with ONNX Runtime's own level off by default",
+    "gpt_neox": (
+        "BertOnnxModel, for GPT-NeoX (rotary attention), with ONNX Runtime's own level off by default"
+    ),
 }
 
 
@@ -883,7 +885,9 @@ def ort_transformers(model_type: str) -> str:
     >>> "BertOnnxModel" in ort_transformers("bert")
     True
     """
-    fitted = _ORT_TRANSFORMERS_CLASSES.get(model_type, f"the optimizer class ONNX Runtime uses for {model_type}")
+    fitted = _ORT_TRANSFORMERS_CLASSES.get(
+        model_type, f"the optimizer class ONNX Runtime uses for {model_type}"
+    )
     return (
         f"onnxruntime.transformers.optimizer.optimize_model(model_type='{model_type}') with {fitted}. "
         "ONNX Runtime's transformer optimizer is a set of Python pattern matchers on the ONNX graph, written "

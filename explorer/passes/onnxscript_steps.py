@@ -18,8 +18,8 @@ Examples
 ...     log = fusion_step(src, "fuse_skip_layer_normalization", out_path=dst)
 ...     sum(n.op_type == "SkipLayerNormalization" for n in onnx.load(dst).graph.node)
 2
->>> log[-1]
-'fused 2: SkipLayerNormalization -> com.microsoft::SkipLayerNormalization'
+>>> log[1]
+'fused 2: SkipLayerNormPreBias -> com.microsoft::SkipLayerNormalization'
 """
 
 from __future__ import annotations
@@ -84,11 +84,11 @@ model-local functions (the rewriter's ``as_function``), so the step's model stil
 _NOTHING = "no node matched even the last op of the pattern"
 
 
-def _ir_model(path: str) -> tuple[Any, bool]:
+def _ir_model(path: str) -> tuple[Any, onnx.ModelProto]:
     import onnx_ir as ir
 
     proto = onnx.load(path)
-    return ir.serde.deserialize_model(proto), _has_value_info(proto)
+    return ir.serde.deserialize_model(proto), proto
 
 
 def _save(model: Any, out_path: str, had_value_info: bool) -> onnx.ModelProto:
@@ -136,7 +136,7 @@ def optimizer_step(path: str, part: str, *, out_path: str) -> list[str]:
     import onnxscript
     from onnxscript import optimizer, rewriter
 
-    model, had_value_info = _ir_model(path)
+    model, proto = _ir_model(path)
     before = Counter(_op(n) for n in model.graph)
     log = [f"onnxscript {onnxscript.__version__}: {part}"]
     if part == "optimize":
@@ -154,12 +154,14 @@ def optimizer_step(path: str, part: str, *, out_path: str) -> list[str]:
     elif part == "rewrite":
         rewriter.rewrite(model)
     else:
-        raise ValueError(f"unknown onnxscript optimizer part {part!r}; use one of {', '.join(OPTIMIZER_PARTS)}")
+        raise ValueError(
+            f"unknown onnxscript optimizer part {part!r}; use one of {', '.join(OPTIMIZER_PARTS)}"
+        )
     after = Counter(_op(n) for n in model.graph)
     delta = {op: after[op] - before[op] for op in sorted(set(before) | set(after)) if after[op] != before[op]}
     if delta:
         log.append("op counts: " + ", ".join(f"{op} {n:+d}" for op, n in delta.items()))
-    _save(model, out_path, had_value_info)
+    _save(model, out_path, _has_value_info(proto))
     return log
 
 
@@ -223,8 +225,10 @@ def near_misses(model: Any, rules: Any) -> list[str]:
     >>> from explorer import zoo
     >>> from onnxscript.rewriter.ort_fusions.gelu import gelu_rules
     >>> model = ir.serde.deserialize_model(zoo.build("mlp"))
-    >>> near_misses(model, gelu_rules)
-    ['GeluTanhFusion: no node matched even the last op of the pattern', 'GeluErfFusion: no node matched even the last op of the pattern']
+    >>> for line in near_misses(model, gelu_rules):
+    ...     print(line)
+    GeluTanhFusion: no node matched even the last op of the pattern
+    GeluErfFusion: no node matched even the last op of the pattern
     """
     from onnxscript.rewriter import MatchingTracer, MatchStatus
 
@@ -241,10 +245,13 @@ def near_misses(model: Any, rules: Any) -> list[str]:
             continue
         best = matches[0]
         result = best.match_result
-        status = "condition failed" if best.status == MatchStatus.CONDITION_FAILED else best.status.name.lower()
+        status = (
+            "condition failed" if best.status == MatchStatus.CONDITION_FAILED else best.status.name.lower()
+        )
         where = getattr(best.root_node, "name", None) or best.root_node.op_type
         reason = result.reason or "(the rewriter gave no reason)"
-        line = f"{label}: closest near-miss at {where} ({len(result.nodes)} pattern nodes matched, {status}): {reason}"
+        matched = f"{len(result.nodes)} pattern nodes matched, {status}"
+        line = f"{label}: closest near-miss at {where} ({matched}): {reason}"
         if line not in lines:  # commuted copies of a rule share its name and usually its near-miss
             lines.append(line)
     return lines
@@ -299,7 +306,7 @@ def fusion_step(path: str, name: str, *, out_path: str) -> list[str]:
 
     if name not in FUSION_STEPS:
         raise ValueError(f"unknown onnxscript fusion {name!r}; use one of {', '.join(FUSION_STEPS)}")
-    model, had_value_info = _ir_model(path)
+    model, proto = _ir_model(path)
     log = [f"onnxscript {onnxscript.__version__}: {name}"]
     try:
         common_passes.ShapeInferencePass()(model)
@@ -307,9 +314,10 @@ def fusion_step(path: str, name: str, *, out_path: str) -> list[str]:
         log.append(f"shape inference failed ({type(err).__name__}); rules that check shapes will not match")
     rules = _rule_set(name)
     known = set(model.graph)
-    with _internal_functions_hidden(model):
-        with _as_functions(rules.rules) if name in _SDPA_FUNCTION_STEPS else contextlib.nullcontext():
-            count = rules.apply_to_model(model)
+    keep = _as_functions(rules.rules) if name in _SDPA_FUNCTION_STEPS else contextlib.nullcontext()
+    with _internal_functions_hidden(model), keep:
+        count = rules.apply_to_model(model)
+    with _internal_functions_hidden(model):  # again: the rules may have made new ones
         misses = near_misses(model, rules)
     if count:
         common_passes.RemoveUnusedNodesPass()(model)
@@ -331,7 +339,9 @@ def fusion_step(path: str, name: str, *, out_path: str) -> list[str]:
     else:
         log.append(f"{name} matched nothing; closest near-miss of each rule:")
         log += [f"  {line}" for line in misses]
-    _save(model, out_path, had_value_info)
+        save_model(proto, out_path)  # the model as it came, not a re-serialization of it
+        return log
+    _save(model, out_path, _has_value_info(proto))
     return log
 
 
@@ -346,7 +356,7 @@ def ort_fusions_step(path: str, *, out_path: str) -> list[str]:
     import onnxscript
     from onnxscript.rewriter.ort_fusions import optimize_for_ort
 
-    model, had_value_info = _ir_model(path)
+    model, proto = _ir_model(path)
     model, counts = optimize_for_ort(model)
     fused = {k: v for k, v in counts.items() if v}
     log = [f"onnxscript {onnxscript.__version__}: optimize_for_ort"]
@@ -355,5 +365,5 @@ def ort_fusions_step(path: str, *, out_path: str) -> list[str]:
         if fused
         else "no fusion applied (run the fusions one by one to see why each did not match)"
     )
-    _save(model, out_path, had_value_info)
+    _save(model, out_path, _has_value_info(proto))
     return log

@@ -1,4 +1,4 @@
-"""ONNX Runtime's transformer optimizer (``onnxruntime.transformers.optimizer.optimize_model``) as a worker step.
+"""ONNX Runtime's transformer optimizer (``onnxruntime.transformers.optimizer.optimize_model``) as a step.
 
 ``optimize_model`` runs the Python fusions written for one family of models (BERT,
 GPT-2, ViT, T5, ...) and, for some, ONNX Runtime's own basic level first. The fusions
@@ -116,7 +116,9 @@ def ort_transformers_step(
     from onnxruntime.transformers.optimizer import MODEL_TYPES, optimize_model
 
     if model_type not in MODEL_TYPES:
-        raise ValueError(f"unknown ONNX Runtime transformer model type {model_type!r}; use one of {', '.join(MODEL_TYPES)}")
+        raise ValueError(
+            f"unknown ONNX Runtime transformer model type {model_type!r}; use one of {', '.join(MODEL_TYPES)}"
+        )
     options = FusionOptions(model_type)
     options.enable_gelu_approximation = bool(gelu_approximation)
     options.use_multi_head_attention = bool(use_multi_head_attention)
