@@ -34,6 +34,7 @@ __all__ = [
     "MissingDependencyError",
     "UnknownNameError",
     "UnknownPassError",
+    "PipelineSyntaxError",
     "WorkerError",
     "WorkerCrashed",
     "WorkerTimeout",
@@ -119,6 +120,10 @@ class UnknownNameError(ExplorerError, KeyError):
 
 class UnknownPassError(UnknownNameError):
     """The pipeline names a pass the registry does not have."""
+
+
+class PipelineSyntaxError(ExplorerError, ValueError):
+    """A pipeline string is malformed (unbalanced parentheses, a parameter without ``=``)."""
 
 
 class WorkerError(ExplorerError):

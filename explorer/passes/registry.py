@@ -34,7 +34,7 @@ import onnx
 from onnx import ModelProto
 
 from .. import worker
-from ..errors import UnknownPassError
+from ..errors import PipelineSyntaxError, UnknownPassError
 from . import descriptions, native_steps, onnxscript_steps, ort_transformers_steps
 from .base import FunctionPass
 
@@ -335,23 +335,72 @@ def passes_frame() -> Any:
     )
 
 
+def _split_top_level(text: str) -> list[str]:
+    """Split at the commas outside parentheses."""
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth < 0:
+                raise PipelineSyntaxError(f"pipeline {text!r}: ')' without '('")
+        elif char == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    if depth:
+        raise PipelineSyntaxError(f"pipeline {text!r}: '(' without ')'")
+    parts.append(text[start:])
+    return [p.strip() for p in parts if p.strip()]
+
+
+def _parse_item(text: str) -> PipelineItem:
+    """``name`` or ``name(key=value, ...)``; values are Python literals, else strings."""
+    import ast
+
+    if "(" not in text:
+        return text
+    if not text.endswith(")"):
+        raise PipelineSyntaxError(f"pipeline step {text!r}: text after ')'")
+    name, inner = text[: text.index("(")].strip(), text[text.index("(") + 1 : -1]
+    params: dict[str, Any] = {}
+    for part in _split_top_level(inner):
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip():
+            raise PipelineSyntaxError(f"pipeline step {text!r}: {part!r} is not key=value")
+        try:
+            params[key.strip()] = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError):
+            params[key.strip()] = value.strip()
+    return (name, params)
+
+
 def parse_pipeline(pipeline: str | Iterable[PipelineItem], **shared: Any) -> list[FunctionPass]:
     """Turn ``"onnxsim,fuse_bn_into_conv,ort:extended"`` (or a list) into passes.
 
     Parameters
     ----------
     pipeline : str or iterable
-        Comma-separated names, or a list of names / ``(name, parameters)``.
+        Comma-separated names, each optionally with parameters in parentheses
+        (``ort-transformers:bert(num_heads=12, hidden_size=768)``), or a list of names /
+        ``(name, parameters)``.
     **shared
         Parameters given to every pass that takes them (e.g. ``input_shapes``).
+
+    Raises
+    ------
+    PipelineSyntaxError
+        Unbalanced parentheses or a parameter that is not ``key=value``.
 
     Examples
     --------
     >>> [p.name for p in parse_pipeline("onnxsim, fuse_bn_into_conv,opset:13")]
     ['onnxsim', 'fuse_bn_into_conv', 'version_converter']
+    >>> parse_pipeline("ort-transformers:bert(num_heads=4, hidden_size=256)")[0].parameters["num_heads"]
+    4
     """
     items: list[PipelineItem] = (
-        [part.strip() for part in pipeline.split(",") if part.strip()]
+        [_parse_item(part) for part in _split_top_level(pipeline)]
         if isinstance(pipeline, str)
         else list(pipeline)
     )
