@@ -860,14 +860,22 @@ _ORT_TRANSFORMERS_CLASSES: dict[str, str] = {
     "gpt2_tf": "Gpt2OnnxModel, for GPT-2 converted from TensorFlow",
     "bart": "BartOnnxModel, encoder-decoder models such as BART and Marian",
     "t5": "T5OnnxModel, T5 (RMS norm without mean, relative position bias)",
-    "clip": "ClipOnnxModel, the CLIP text encoder of Stable Diffusion",
-    "unet": "UnetOnnxModel, the Stable Diffusion UNet (GroupNorm, NHWC Conv, cross-attention)",
-    "vae": "VaeOnnxModel, the Stable Diffusion VAE decoder",
+    "clip": "ClipOnnxModel, the CLIP text encoder of Stable Diffusion (no EmbedLayerNormalization fusion)",
+    "unet": (
+        "UnetOnnxModel, the Stable Diffusion UNet (cross-attention, packed QKV/KV; its NhwcConv, GroupNorm, "
+        "SkipGroupNorm, BiasSplitGelu and BiasAdd fusions have only CUDA kernels and stay off unless "
+        "gpu_fusions=True: on a CNN, NhwcConv turns every Conv into Transpose -> NhwcConv -> Transpose, "
+        "which the CPU build cannot run)"
+    ),
+    "vae": "VaeOnnxModel, the Stable Diffusion VAE decoder (its CUDA-only fusions as for unet)",
     "conformer": "ConformerOnnxModel, speech Conformer encoders",
     "tnlr": "TnlrOnnxModel, Microsoft's Turing NLR encoder",
     "sam2": "Sam2OnnxModel, Segment Anything 2",
     "mmdit": "MmditOnnxModel, the multimodal diffusion transformer of Stable Diffusion 3 and Flux",
-    "phi": "PhiOnnxModel, Phi-2 exported by the dynamo exporter with one model-local function per module",
+    "phi": (
+        "PhiOnnxModel, for Phi-2 as the dynamo exporter wrote it with one model-local function per module; "
+        "a model without functions is refused (the optimizer itself would fail with a TypeError)"
+    ),
     "qwen3": "Gpt2OnnxModel, used for Qwen3 decoders (RoPE, grouped-query attention, RMS norm)",
     "vit": "BertOnnxModel, with no attention mask (vision transformers attend to every patch)",
     "swin": "BertOnnxModel, for the Swin transformer's windowed attention",
@@ -904,5 +912,6 @@ def ort_transformers(model_type: str) -> str:
         "zoo transformer the bert type fuses 2 Attention, 4 SkipLayerNormalization and 2 BiasGelu "
         "(2 layers), while gpt2 fuses no attention there: its matcher follows GPT-2's export (Conv1D "
         "projections as Reshape -> Gemm -> Reshape, a causal mask in front of the Softmax). The result "
-        "runs only on ONNX Runtime."
+        "runs only on ONNX Runtime; ops that only have CUDA kernels (NhwcConv, GroupNorm, ...) are not fused "
+        "unless gpu_fusions=True, and the log names any op left without a CPU kernel."
     )

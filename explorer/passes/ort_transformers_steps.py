@@ -24,11 +24,16 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections import Counter
 from collections.abc import Iterator
+from typing import Any
+
+import onnx
+from onnx import helper
 
 from ..native import save_model
 
-__all__ = ["MODEL_TYPES", "model_types", "ort_transformers_step"]
+__all__ = ["MODEL_TYPES", "GPU_ONLY_FUSIONS", "model_types", "ort_transformers_step"]
 
 MODEL_TYPES: tuple[str, ...] = (
     *("bart", "bert", "bert_tf", "bert_keras", "clip", "conformer", "gpt2", "gpt2_tf", "gpt_neox", "phi"),
@@ -74,6 +79,46 @@ def _collected() -> Iterator[_Collect]:
         root.setLevel(level)
 
 
+GPU_ONLY_FUSIONS = (
+    "enable_nhwc_conv",
+    "enable_group_norm",
+    "enable_skip_group_norm",
+    "enable_bias_splitgelu",
+    "enable_bias_add",
+)
+"""``FusionOptions`` switches (on for unet, vae and clip) whose ops ONNX Runtime 1.32 has only CUDA
+kernels for (NhwcConv, GroupNorm, SkipGroupNorm, BiasSplitGelu, BiasAdd)."""
+
+
+def _complete_opset_imports(model: Any) -> list[str]:
+    """Import every domain a node uses (the Python fusions add com.microsoft nodes without importing it)."""
+    imported = {o.domain for o in model.opset_import}
+    missing = sorted({n.domain for n in model.graph.node if n.domain not in imported} - {"", "ai.onnx"})
+    for domain in missing:
+        model.opset_import.append(helper.make_opsetid(domain, 1))
+    return [f"added the missing opset import {domain} v1" for domain in missing]
+
+
+def _without_cpu_kernel(model: Any) -> list[str]:
+    """Contrib ops of the result that this ONNX Runtime cannot run on the CPU."""
+    from onnxruntime.capi import _pybind_state
+
+    cpu = {
+        (d.domain, d.op_name)
+        for d in _pybind_state.get_all_opkernel_def()
+        if d.provider == "CPUExecutionProvider"
+    }
+    missing = Counter(
+        n.op_type
+        for n in model.graph.node
+        if n.domain not in ("", "ai.onnx") and (n.domain, n.op_type) not in cpu
+    )
+    if not missing:
+        return []
+    ops = ", ".join(f"{op} {n}" for op, n in sorted(missing.items()))
+    return [f"no CPU kernel in this ONNX Runtime for: {ops}; the model runs only on a GPU build"]
+
+
 def ort_transformers_step(
     path: str,
     model_type: str,
@@ -82,6 +127,7 @@ def ort_transformers_step(
     opt_level: int | None = None,
     gelu_approximation: bool = False,
     use_multi_head_attention: bool = False,
+    gpu_fusions: bool = False,
     *,
     out_path: str,
 ) -> list[str]:
@@ -103,13 +149,16 @@ def ort_transformers_step(
         Also turn Gelu / BiasGelu into FastGelu (tanh approximation; not exact).
     use_multi_head_attention : bool
         Fuse attention into MultiHeadAttention (separate Q/K/V inputs) instead of Attention.
+    gpu_fusions : bool
+        Keep the fusions into ops with only CUDA kernels (:data:`GPU_ONLY_FUSIONS`); off by
+        default, so the result runs on the CPU and can be verified.
     out_path : str
         Where to write the optimised model.
 
     Examples
     --------
     >>> ort_transformers_step.__defaults__
-    (0, 0, None, False, False)
+    (0, 0, None, False, False, False)
     """
     import onnxruntime
     from onnxruntime.transformers.fusion_options import FusionOptions
@@ -119,9 +168,17 @@ def ort_transformers_step(
         raise ValueError(
             f"unknown ONNX Runtime transformer model type {model_type!r}; use one of {', '.join(MODEL_TYPES)}"
         )
+    if model_type == "phi" and not onnx.load(path, load_external_data=False).functions:
+        raise ValueError(
+            "the phi optimizer expects the dynamo exporter's Phi-2 graph, with one model-local function "
+            "per module; this model has no model-local functions"
+        )
     options = FusionOptions(model_type)
     options.enable_gelu_approximation = bool(gelu_approximation)
     options.use_multi_head_attention = bool(use_multi_head_attention)
+    switched_off = [name for name in GPU_ONLY_FUSIONS if getattr(options, name, False) and not gpu_fusions]
+    for name in switched_off:
+        setattr(options, name, False)
     log = [
         f"onnxruntime {onnxruntime.__version__} transformers optimizer: model_type={model_type}, "
         f"num_heads={num_heads or 'detect'}, hidden_size={hidden_size or 'detect'}, "
@@ -137,9 +194,13 @@ def ort_transformers_step(
             opt_level=opt_level,
             use_gpu=False,
         )
+    if switched_off:
+        log.append("CUDA-only fusions left off (gpu_fusions=True keeps them): " + ", ".join(switched_off))
     log += collected.lines
     if hasattr(optimizer, "get_fused_operator_statistics"):
         counts = {op: n for op, n in optimizer.get_fused_operator_statistics().items() if n}
         log.append("fused operators: " + (", ".join(f"{op} {n}" for op, n in counts.items()) or "none"))
+    log += _complete_opset_imports(optimizer.model)
+    log += _without_cpu_kernel(optimizer.model)
     save_model(optimizer.model, out_path)
     return log

@@ -131,6 +131,7 @@ def _ort_transformers_args(params: Mapping[str, Any]) -> tuple:
         None if level is None else int(level),
         bool(params.get("gelu_approximation")),
         bool(params.get("use_multi_head_attention")),
+        bool(params.get("gpu_fusions")),
     )
 
 
@@ -238,6 +239,7 @@ def _registry() -> dict[str, FunctionPass]:
                 "opt_level": None,
                 "gelu_approximation": False,
                 "use_multi_head_attention": False,
+                "gpu_fusions": False,
             },
             kind="fuse",
         )

@@ -70,3 +70,22 @@ def test_gelu_approximation_gives_fast_gelu_and_gpt2_finds_no_attention_here() -
     ops = Counter(n.op_type for n in gpt2.graph.model.graph.node)
     assert ops["Attention"] == 0 and ops["SkipLayerNormalization"] == 2 * LAYERS
     assert gpt2.max_abs_diff is not None and gpt2.max_abs_diff < 1e-4
+
+
+def test_results_import_the_contrib_domain_and_cuda_only_fusions_stay_off() -> None:
+    model = zoo.build("transformer", **SMALL)
+    qwen3 = run_pipeline(model, "ort-transformers:qwen3(num_heads=4, hidden_size=64)")[1]  # opt_level 0
+    assert "added the missing opset import com.microsoft v1" in qwen3.log
+    assert {o.domain for o in qwen3.graph.model.opset_import} >= {"", "com.microsoft"}
+    cnn = zoo.build("resnet18", width=8, image_size=64)
+    unet = run_pipeline(cnn, "ort-transformers:unet")[1]
+    assert any(line.startswith("CUDA-only fusions left off") for line in unet.log)
+    assert unet.max_abs_diff is not None and unet.max_abs_diff < 1e-4
+    on_gpu = run_pipeline(cnn, "ort-transformers:unet(gpu_fusions=True)")[1]
+    assert (
+        "no CPU kernel in this ONNX Runtime for: NhwcConv 20; the model runs only on a GPU build"
+        in on_gpu.log
+    )
+    assert on_gpu.max_abs_diff == float("inf")
+    phi = run_pipeline(model, "ort-transformers:phi")[1]
+    assert phi.error is not None and "no model-local functions" in phi.error
