@@ -657,19 +657,19 @@ ONNXSCRIPT: dict[str, str] = {
     "onnxscript:constant_folding": (
         "onnxscript.optimizer.fold_constants with ONNX shape inference: every node whose inputs are all "
         "constants (initializers or Constant nodes) and whose inputs are below the size limit (8192 "
-        "elements by default) is evaluated with onnx's reference implementation and replaced by a Constant; "
+        "elements) is evaluated with onnx's reference implementation and replaced by a Constant; "
         "Shape, Size and similar ops are folded from statically known shapes even when their input is not "
         "constant, and symbolic dimensions are tracked so that shape arithmetic on them can simplify. A "
         "model whose constants are already folded and whose shapes are dynamic (the zoo transformer) has "
         "nothing to fold. Folded-away producers are left unused until onnxscript:remove_unused runs; "
-        "large results (above the output size limit) stay nodes so the file does not grow."
+        "results above the output size limit (512 x 512 elements) stay nodes so the file does not grow."
     ),
     "onnxscript:remove_unused": (
         "onnx_ir's RemoveUnusedNodesPass and RemoveUnusedFunctionsPass (onnxscript.optimizer."
         "remove_unused_nodes / remove_unused_functions): deletes every node none of whose outputs reaches a "
         "graph output, initializers nothing reads any more, and model-local functions nobody calls. It is "
-        "the clean-up after folding and rewriting, which leave the old producers dangling. Nodes with side "
-        "effects are not special-cased because ONNX has none in inference graphs."
+        "the clean-up after folding and rewriting, which leave the old producers dangling; on a graph "
+        "without dead code it changes nothing."
     ),
     "onnxscript:inline": (
         "onnxscript.optimizer.inline (onnx_ir's InlinePass): replaces every call of a model-local function "
@@ -681,10 +681,12 @@ ONNXSCRIPT: dict[str, str] = {
     ),
     "onnxscript:rewrite": (
         "onnxscript.rewriter.rewrite with its default rules, the pattern-rewrite part of optimize: no-op "
-        "removal (x+0, x*1, Identity-like Cast/Expand/Reshape/Transpose), Cast+Cast, Reshape+Reshape, "
+        "removal (x+0, x*1, Identity-like Cast/Expand/Transpose), Cast+Cast, Reshape+Reshape, "
         "Transpose+Transpose and Unsqueeze+Unsqueeze merged, Flatten as Reshape, slices that cover a whole "
-        "axis collapsed or turned into a Split, Min/Max into Clip, Relu/Clip chains merged, a broadcast "
-        "MatMul simplified, Pad folded into Conv, BatchNormalization folded into the Conv, ConvTranspose "
+        "axis collapsed or turned into a Split, Min/Max into Clip, Relu/Clip chains merged, Reshapes "
+        "around a MatMul dropped where MatMul's own broadcasting does the same, a Reshape's run-time "
+        "shape replaced by a constant where its output shape is known, Pad folded into Conv, "
+        "BatchNormalization folded into the Conv, ConvTranspose "
         "or Gemm before it, and all-zero optional biases removed; unused nodes go afterwards. Everything "
         "it writes is standard ONNX. On the resnet it folds the 20 BatchNormalizations into their Convs "
         "(weights recomputed, so expect float-rounding differences) and turns the Flatten into a Reshape."
@@ -716,13 +718,14 @@ ONNXSCRIPT: dict[str, str] = {
         "BERT-style models use LayerNormalization, which has a mean, so nothing matches there."
     ),
     "onnxscript:fuse_skip_layer_normalization": (
-        "Fuses a residual Add followed by LayerNormalization (the standard op; decomposed LayerNorm is "
-        "first fused by onnxscript:optimize's rules or must already be a LayerNormalization) into "
-        "com.microsoft::SkipLayerNormalization, which adds the skip input, normalizes and also returns the "
-        "sum for the next residual. Variants absorb a bias Add before or after the residual Add. Input, "
-        "skip and gamma must have shapes [B, S, D] and [D] with D known. In a pre-LN encoder every "
-        "norm1/norm2 after a residual Add matches: two per layer in the zoo transformer; the embedding "
-        "LayerNorm and the final norm of a layer stack without a residual Add before them stay."
+        "Fuses a residual Add followed by LayerNormalization (the standard op) into "
+        "com.microsoft::SkipLayerNormalization, which adds the skip input, normalizes and also returns "
+        "the sum for the next residual. Variants absorb a bias Add before or after the residual Add (the "
+        "Linear layer's bias, so the diff shows Add + Add + LayerNormalization). Input and skip must both "
+        "be [B, S, D] with the same dims. In the zoo's pre-LN encoder that gives 2 per layer: norm2 of "
+        "every layer, norm1 of every layer but the first, and the final norm. The embedding LayerNorm "
+        "stays (its Add sums a position table of shape [S, D], and the log quotes that shape mismatch), "
+        "and so does the first norm1, which has no Add in front of it."
     ),
     "onnxscript:fuse_skip_rms_normalization": (
         "The same fusion for RMS norm: a residual Add followed by SimplifiedLayerNormalization (made by "
@@ -740,17 +743,19 @@ ONNXSCRIPT: dict[str, str] = {
         "zoo transformer, BERT) have no RoPE."
     ),
     "onnxscript:fuse_cos_sin_cache": (
-        "Completes the RoPE fusion: where the cos and sin inputs of a fused RotaryEmbedding are computed at "
-        "run time from position ids and the inverse frequencies (MatMul or outer product, Cos, Sin, "
-        "optional Casts), they are replaced by constant cos/sin tables gathered by position id, and the op "
-        "becomes com.microsoft::RotaryEmbedding. inv_freq must be a constant and the maximum position "
-        "known, or the cache cannot be built. Needs onnxscript:fuse_rotary_embedding first."
+        "Completes the RoPE fusion: where the cos and sin inputs of a fused RotaryEmbedding are computed "
+        "at run time from position ids and the inverse frequencies (MatMul or outer product, Cos, Sin, "
+        "optional Casts), they are replaced by constant cos/sin tables gathered by position id, and the "
+        "op becomes com.microsoft::RotaryEmbedding. The tables are computed at fusion time, so inv_freq "
+        "(of shape [1, Dh/2, 1]) or the frequencies must be constants, and position_ids 1-D or 2-D. Needs "
+        "onnxscript:fuse_rotary_embedding first."
     ),
     "onnxscript:fuse_partial_rotary_embedding": (
-        "Partial RoPE, as in Phi and GPT-NeoX: only the first rotary_dim channels of each head are rotated "
-        "(a Slice, the RotaryEmbedding on that slice, a Concat with the untouched rest). The rule folds "
-        "the slices into com.microsoft::RotaryEmbedding's rotary_embedding_dim attribute. It needs the "
-        "com.microsoft::RotaryEmbedding from the two rules before it."
+        "Partial RoPE, as in Phi and GPT-NeoX: only the first rotary_dim channels of each head are "
+        "rotated (a Slice of the last axis, the RotaryEmbedding on that slice, a Concat with the "
+        "untouched rest). The rule folds the slices into com.microsoft::RotaryEmbedding's "
+        "rotary_embedding_dim attribute; it refuses an interleaved rotation or one that already has the "
+        "attribute. It needs the com.microsoft::RotaryEmbedding from the two rules before it."
     ),
     "onnxscript:fuse_sdpa": (
         "Recognises scaled dot-product attention, Softmax(Q @ K^T * scale [+ mask]) @ V, in its exported "
@@ -782,19 +787,22 @@ ONNXSCRIPT: dict[str, str] = {
         "with past and present outputs. Decoder exports with a KV cache match; encoders do not."
     ),
     "onnxscript:fuse_mha2": (
-        "The same fusion without a cache: SDPA(Q, K, V) where each of Q, K, V is Reshape([B, S, D] -> [B, "
-        "S, H, Dh]) plus Transpose, and the output is transposed and reshaped back to [B, S, D], becomes one "
-        "com.microsoft::MultiHeadAttention(q, k, v) with num_heads read from the shape. Every matched node "
-        "must be used only inside the pattern: the zoo transformer, like PyTorch's older TorchScript "
+        "The MHA fusion without a cache: SDPA(Q, K, V) where each of Q, K, V is Reshape([B, S, D] -> [B, "
+        "S, H, Dh]) plus Transpose, and the output is transposed and reshaped back to [B, S, D], becomes "
+        "one com.microsoft::MultiHeadAttention(q, k, v) with num_heads read from the shape. Every matched "
+        "node must be used only inside the pattern: the zoo transformer, like PyTorch's older TorchScript "
         "exporter, reads the shape of the attention output (Shape of the transposed context for the final "
-        "reshape), so the rewriter refuses with 'Matched nodes have other uses preventing replacement' and "
-        "the SDPA is left for replace_sdpa_by_mha. A dynamo export computes the reshape targets from the "
-        "graph input's shape and matches. Needs onnxscript:fuse_sdpa first."
+        "reshape), so the rewriter refuses with 'Matched nodes have other uses preventing replacement' "
+        "and the SDPA is left for replace_sdpa_by_mha. A dynamo export computes the reshape targets from "
+        "the graph input's shape and matches, provided the shapes agree: the rule binds B, S, H and Dh "
+        "across Q, K and V, and a sequence dim that shape inference knows as unk__1 on one side and seq "
+        "on the other fails with 'Shape mismatch' (fixed input shapes avoid that). Needs "
+        "onnxscript:fuse_sdpa first."
     ),
     "onnxscript:fuse_mha_scale": (
         "Moves a constant scale multiplied into the query in front of a MultiHeadAttention into the op's "
-        "scale attribute (combined with the default 1/sqrt(head size)). The scale must be a constant "
-        "scalar. Needs a MultiHeadAttention from fuse_mha1/fuse_mha2."
+        "scale attribute, multiplied with the one it had (or the default 1/sqrt(head size)). The scale "
+        "must be a constant scalar. Needs a MultiHeadAttention from fuse_mha1 or fuse_mha2."
     ),
     "onnxscript:fuse_mha_bias": (
         "Absorbs the bias Adds of the Q, K and V projections (MatMul + Add) in front of a "
@@ -904,9 +912,11 @@ def ort_transformers(model_type: str) -> str:
         "LayerNorm into EmbedLayerNormalization, residual Add + LayerNorm into SkipLayerNormalization, "
         "Linear bias + GELU into BiasGelu (FastGelu with gelu_approximation), RMS norm into "
         "SimplifiedLayerNormalization, RoPE into RotaryEmbedding. For most types ONNX Runtime's basic level "
-        "runs first (opt_level 1). Attention fusion needs num_heads and hidden_size: 0 asks the optimizer "
-        "to read them from the Q/K/V Reshape targets, which works only when those are constants, so give "
-        "them when the shapes are computed at run time. A pattern that differs from what the optimizer was "
+        "runs first (opt_level 1; 0 for bert_tf, bert_keras, gpt2_tf, gpt_neox, phi and qwen3, 2 for t5). "
+        "Attention fusion needs num_heads and hidden_size: 0 asks the optimizer to read them from the Q "
+        "Reshape's target (a constant, or a Concat ending in constant heads and head size, as in the zoo); "
+        "when it cannot, the values given are used, so give them (gpt2 and vit warn that they need them). "
+        "A pattern that differs from what the optimizer was "
         "written for (another exporter, a different op order) is silently left unfused; the log lists the "
         "optimizer's 'Fused ...' counts, and the diff shows which nodes each contrib op replaced. On the "
         "zoo transformer the bert type fuses 2 Attention, 4 SkipLayerNormalization and 2 BiasGelu "
