@@ -230,6 +230,7 @@ def _timeline_text(timeline: Any) -> str:
         )
         if row["error"]:
             lines.append(f"    error: {row['error']}")
+        lines += [f"    | {line}" for line in row["log"]]
     return "\n".join(lines)
 
 

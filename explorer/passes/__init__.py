@@ -25,6 +25,7 @@ from .registry import (
     parse_pipeline,
     pass_names,
     passes_frame,
+    split_pipeline,
 )
 
 __all__ = [
@@ -38,4 +39,5 @@ __all__ = [
     "pass_names",
     "passes_frame",
     "parse_pipeline",
+    "split_pipeline",
 ]

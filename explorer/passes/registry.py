@@ -45,6 +45,7 @@ __all__ = [
     "list_passes",
     "passes_frame",
     "parse_pipeline",
+    "split_pipeline",
     "PipelineItem",
     "DEFAULT_PASS_TIMEOUT",
 ]
@@ -337,8 +338,19 @@ def passes_frame() -> Any:
     )
 
 
-def _split_top_level(text: str) -> list[str]:
-    """Split at the commas outside parentheses."""
+def split_pipeline(text: str) -> list[str]:
+    """The steps of a pipeline string: split at the commas outside parentheses.
+
+    Raises
+    ------
+    PipelineSyntaxError
+        Unbalanced parentheses.
+
+    Examples
+    --------
+    >>> split_pipeline("onnxsim, ort-transformers:bert(num_heads=4,hidden_size=64)")
+    ['onnxsim', 'ort-transformers:bert(num_heads=4,hidden_size=64)']
+    """
     parts, depth, start = [], 0, 0
     for i, char in enumerate(text):
         if char == "(":
@@ -366,7 +378,7 @@ def _parse_item(text: str) -> PipelineItem:
         raise PipelineSyntaxError(f"pipeline step {text!r}: text after ')'")
     name, inner = text[: text.index("(")].strip(), text[text.index("(") + 1 : -1]
     params: dict[str, Any] = {}
-    for part in _split_top_level(inner):
+    for part in split_pipeline(inner):
         key, sep, value = part.partition("=")
         if not sep or not key.strip():
             raise PipelineSyntaxError(f"pipeline step {text!r}: {part!r} is not key=value")
@@ -402,7 +414,7 @@ def parse_pipeline(pipeline: str | Iterable[PipelineItem], **shared: Any) -> lis
     4
     """
     items: list[PipelineItem] = (
-        [_parse_item(part) for part in _split_top_level(pipeline)]
+        [_parse_item(part) for part in split_pipeline(pipeline)]
         if isinstance(pipeline, str)
         else list(pipeline)
     )
