@@ -28,7 +28,7 @@ import contextlib
 import importlib
 from collections import Counter
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import onnx
 
@@ -42,6 +42,8 @@ __all__ = [
     "optimizer_step",
     "fusion_step",
     "ort_fusions_step",
+    "NearMiss",
+    "traced_near_misses",
     "near_misses",
 ]
 
@@ -212,12 +214,97 @@ def _as_functions(rules: Any) -> Iterator[None]:
             rule.as_function = value
 
 
-def near_misses(model: Any, rules: Any) -> list[str]:
+class NearMiss(NamedTuple):
+    """The closest attempt of one rule, as the rewriter's ``MatchingTracer`` recorded it."""
+
+    rule: str
+    at: str
+    matched: int
+    status: str
+    reason: str
+
+    def line(self) -> str:
+        """The log line.
+
+        Examples
+        --------
+        >>> print(NearMiss("SDPA", "MatMul_1", 5, "condition failed", "bad scale").line())
+        SDPA: closest near-miss at MatMul_1 (5 pattern nodes matched, condition failed): bad scale
+        """
+        if not self.matched:
+            return f"{self.rule}: {_NOTHING}"
+        where = f"{self.matched} pattern nodes matched, {self.status}"
+        return f"{self.rule}: closest near-miss at {self.at} ({where}): {self.reason}"
+
+
+def _name(item: Any) -> str:
+    return getattr(item, "name", None) or getattr(item, "op_type", None) or "?"
+
+
+def _other_uses(nodes: Any, root: Any) -> str:
+    """Which matched node is also read outside the match (what 'other uses' means), as text."""
+    inside = set(nodes)
+    for node in nodes:
+        if node is root:
+            continue
+        for value in node.outputs:
+            outside = [u.node for u in value.uses() if u.node not in inside]
+            if outside or value.is_graph_output():
+                reader = "a graph output" if not outside else _name(outside[0])
+                return f" ({_name(node)} is also read by {reader})"
+    return ""
+
+
+def traced_near_misses(model: Any, rules: Any) -> list[NearMiss]:
     """Why each rule of ``rules`` did not match ``model`` (an ``ir.Model``): its closest near-miss, traced.
 
     The rewriter's ``MatchingTracer`` records, per rule, the attempts that got furthest
     (most pattern nodes matched; a failed condition check ranks above a failed structural
-    match); this reports the first of them per rule, with the reason the rewriter gave.
+    match); this keeps the first of them per rule, with the reason the rewriter gave, plus
+    where it failed when the tracer knows and, for "other uses", which node is read outside.
+    Commuted copies of a rule share its name and are reported once when they agree.
+
+    Examples
+    --------
+    >>> import onnx_ir as ir
+    >>> from explorer import zoo
+    >>> from onnxscript.rewriter.ort_fusions.gelu import gelu_rules
+    >>> model = ir.serde.deserialize_model(zoo.build("mlp"))
+    >>> [miss.matched for miss in traced_near_misses(model, gelu_rules)]
+    [0, 0]
+    """
+    from onnxscript.rewriter import MatchingTracer, MatchStatus
+
+    tracer = MatchingTracer()
+    rules.apply_to_model(model, tracer=tracer)
+    misses: list[NearMiss] = []
+    for index, rule in enumerate(rules, start=1):
+        label = rule.name or f"rule {index} (unnamed)"
+        matches = tracer.best_matches_map.get(rule)
+        if not matches:
+            miss = NearMiss(label, "", 0, "no_match", "")
+        else:
+            best = matches[0]
+            result = best.match_result
+            status = (
+                "condition failed"
+                if best.status == MatchStatus.CONDITION_FAILED
+                else best.status.name.lower()
+            )
+            reason = result.reason or "(the rewriter gave no reason)"
+            if reason.startswith("Matched nodes have other uses"):
+                reason += _other_uses(result.nodes, best.root_node)
+            around = [_name(x) for x in result.failure_nodes_and_values]
+            if around and not any(a in reason for a in around):
+                reason += f" (around {', '.join(dict.fromkeys(around))})"
+            miss = NearMiss(label, _name(best.root_node), len(result.nodes), status, reason)
+        if miss not in misses:
+            misses.append(miss)
+    return misses
+
+
+def near_misses(model: Any, rules: Any) -> list[str]:
+    """:func:`traced_near_misses` as log lines.
 
     Examples
     --------
@@ -230,31 +317,7 @@ def near_misses(model: Any, rules: Any) -> list[str]:
     GeluTanhFusion: no node matched even the last op of the pattern
     GeluErfFusion: no node matched even the last op of the pattern
     """
-    from onnxscript.rewriter import MatchingTracer, MatchStatus
-
-    tracer = MatchingTracer()
-    rules.apply_to_model(model, tracer=tracer)
-    lines: list[str] = []
-    for index, rule in enumerate(rules, start=1):
-        label = rule.name or f"rule {index} (unnamed)"
-        matches = tracer.best_matches_map.get(rule)
-        if not matches:
-            line = f"{label}: {_NOTHING}"
-            if line not in lines:
-                lines.append(line)
-            continue
-        best = matches[0]
-        result = best.match_result
-        status = (
-            "condition failed" if best.status == MatchStatus.CONDITION_FAILED else best.status.name.lower()
-        )
-        where = getattr(best.root_node, "name", None) or best.root_node.op_type
-        reason = result.reason or "(the rewriter gave no reason)"
-        matched = f"{len(result.nodes)} pattern nodes matched, {status}"
-        line = f"{label}: closest near-miss at {where} ({matched}): {reason}"
-        if line not in lines:  # commuted copies of a rule share its name and usually its near-miss
-            lines.append(line)
-    return lines
+    return [miss.line() for miss in traced_near_misses(model, rules)]
 
 
 def _fused(model: Any, known: set[Any]) -> list[str]:
@@ -318,7 +381,7 @@ def fusion_step(path: str, name: str, *, out_path: str) -> list[str]:
     with _internal_functions_hidden(model), keep:
         count = rules.apply_to_model(model)
     with _internal_functions_hidden(model):  # again: the rules may have made new ones
-        misses = near_misses(model, rules)
+        misses = traced_near_misses(model, rules)
     if count:
         common_passes.RemoveUnusedNodesPass()(model)
         common_passes.RemoveUnusedFunctionsPass()(model)
@@ -332,13 +395,13 @@ def fusion_step(path: str, name: str, *, out_path: str) -> list[str]:
                 "ONNX Runtime runs them; later rules (fuse_mha2, fuse_gqa, replace_sdpa_by_mha, "
                 "fuse_cos_sin_cache) turn them into com.microsoft ops"
             )
-        partial = [line for line in misses if not line.endswith(_NOTHING)]
+        partial = [m for m in misses if m.matched >= 2 or m.status == "condition failed"]
         if partial:
-            log.append("where it did not fuse, the closest near-miss of each rule that got started:")
-            log += [f"  {line}" for line in partial]
+            log.append("where it did not fuse, the closest near-miss of each rule that got furthest:")
+            log += [f"  {m.line()}" for m in partial]
     else:
         log.append(f"{name} matched nothing; closest near-miss of each rule:")
-        log += [f"  {line}" for line in misses]
+        log += [f"  {m.line()}" for m in misses]
         save_model(proto, out_path)  # the model as it came, not a re-serialization of it
         return log
     _save(model, out_path, _has_value_info(proto))
