@@ -212,3 +212,12 @@ def test_the_erf_gelu_of_older_exports(name: str) -> None:
     else:  # its patterns want 0.5 * (x * ...) or x * (0.5 * ...); the exporter writes (x * ...) * 0.5
         assert not timeline[1].changed
         assert any("is not a constant, expecting 0.5" in line for line in timeline[1].log)
+
+
+@pytest.mark.parametrize("name", pass_names("onnxscript"))
+def test_each_pass_runs_on_the_zoo_transformer_and_verifies_in_onnx_runtime(name: str) -> None:
+    step = run_pipeline(zoo.build("transformer", layers=1, hidden=32, heads=2), [name])[1]
+    assert step.error is None, step.error
+    if step.changed:
+        onnx.checker.check_model(step.graph.model)
+        assert step.max_abs_diff is not None and step.max_abs_diff < 1e-4, step.max_abs_diff

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+import onnx
 import pytest
 
 from explorer import zoo
@@ -89,3 +90,15 @@ def test_results_import_the_contrib_domain_and_cuda_only_fusions_stay_off() -> N
     assert on_gpu.max_abs_diff == float("inf")
     phi = run_pipeline(model, "ort-transformers:phi")[1]
     assert phi.error is not None and "no model-local functions" in phi.error
+
+
+@pytest.mark.parametrize("name", pass_names("ort-transformers"))
+def test_each_model_type_runs_on_the_zoo_transformer_and_verifies_in_onnx_runtime(name: str) -> None:
+    step = run_pipeline(zoo.build("transformer", layers=1, hidden=32, heads=2), [name])[1]
+    if name == "ort-transformers:phi":  # it wants the dynamo exporter's function-per-module graph
+        assert step.error is not None and "no model-local functions" in step.error
+        return
+    assert step.error is None, step.error
+    if step.changed:
+        onnx.checker.check_model(step.graph.model)
+        assert step.max_abs_diff is not None and step.max_abs_diff < 1e-4, step.max_abs_diff
