@@ -99,7 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
     passes.add_argument(
         "--pipeline",
         default="fuse_and_eliminate",
-        help="comma-separated pass names, e.g. onnxsim,fuse_bn_into_conv,ort:extended (default: %(default)s)",
+        help="comma-separated pass names, e.g. onnxsim,fuse_bn_into_conv,ort:extended; parameters in "
+        "parentheses, e.g. ort-transformers:bert(num_heads=12,hidden_size=768) (default: %(default)s)",
     )
     passes.add_argument(
         "--input-shape", action="append", type=parse_input_shape, default=[], metavar="NAME=D1,D2,..."
@@ -229,6 +230,7 @@ def _timeline_text(timeline: Any) -> str:
         )
         if row["error"]:
             lines.append(f"    error: {row['error']}")
+        lines += [f"    | {line}" for line in row["log"]]
     return "\n".join(lines)
 
 

@@ -539,9 +539,41 @@ def _fusions(
             weights_b = b.weights[node]
             if fed and all(i < len(weights_b) and weights_b[i] for i in fed):
                 kind = "folded"
-        sources_ops = " + ".join(a.op_type[n] for n in ordered)
-        fusions.append(Fusion(node, tuple(ordered), f"{sources_ops} -> {b.op_type[node]}", kind))
+        into = _wrapped_op(b, matcher, node) if partner is None else node
+        fusions.append(
+            Fusion(into, tuple(ordered), f"{_sources_pattern(a, ordered)} -> {b.op_type[into]}", kind)
+        )
     return fusions
+
+
+_PATTERN_OPS = 8
+"""Fusions of more nodes name each op once, in data-flow order, and the count (attention is ~50 nodes)."""
+
+
+def _sources_pattern(a: _Side, ordered: list[str]) -> str:
+    ops = [a.op_type[n] for n in ordered]
+    if len(ops) <= _PATTERN_OPS:
+        return " + ".join(ops)
+    return " + ".join(dict.fromkeys(ops)) + f" ({len(ops)} nodes)"
+
+
+_LAYOUT_OPS = frozenset({"Transpose", "Reshape", "Squeeze", "Unsqueeze", "Identity", "Cast", "Flatten"})
+
+
+def _wrapped_op(b: _Side, matcher: _Matcher, node: str) -> str:
+    """The contrib op behind an added layout op, else the node itself.
+
+    A rewrite that emits ``Reshape(Transpose(MultiHeadAttention))`` in place of what it
+    replaced fused that into the MultiHeadAttention, not into the last Transpose.
+    """
+    current, seen = node, {node}
+    while b.op_type[current] in _LAYOUT_OPS:
+        data = [p for p in b.producers[current] if p is not None]
+        if len(data) != 1 or data[0] in matcher.b2a or data[0] in seen:
+            return node
+        current = data[0]
+        seen.add(current)
+    return current if "::" in b.op_type[current] and current != node else node
 
 
 def _absorbed(a: _Side, b: _Side, matcher: _Matcher, candidate: str, members: set[str], into: str) -> bool:

@@ -35,6 +35,7 @@ __all__ = [
     "ModelTooLargeError",
     "UnknownNameError",
     "UnknownPassError",
+    "PipelineSyntaxError",
     "WorkerError",
     "WorkerCrashed",
     "WorkerTimeout",
@@ -127,6 +128,10 @@ class UnknownNameError(ExplorerError, KeyError):
 
 class UnknownPassError(UnknownNameError):
     """The pipeline names a pass the registry does not have."""
+
+
+class PipelineSyntaxError(ExplorerError, ValueError):
+    """A pipeline string is malformed (unbalanced parentheses, a parameter without ``=``)."""
 
 
 class WorkerError(ExplorerError):

@@ -195,6 +195,7 @@ class Timeline:
             "fusions": counts["fusions"],
             "max_abs_diff": _json_float(snap.max_abs_diff),
             "error": snap.error,
+            "log": list(snap.log),
         }
 
     def to_dict(self) -> dict[str, Any]:

@@ -28,11 +28,11 @@ import plotly.graph_objects as go
 
 from explorer import load
 from explorer.diff import GraphDiff
-from explorer.errors import UnknownPassError
+from explorer.errors import PipelineSyntaxError, UnknownPassError
 from explorer.figures import DIFF_COLORS, NODES, diff_overlay, fusion_notes, graph_figure
 from explorer.graph import ModelGraph
 from explorer.layout import Layout, auto_collapse, layered
-from explorer.passes import FAMILIES, get_pass, pass_names
+from explorer.passes import FAMILIES, get_pass, pass_names, split_pipeline
 from explorer.timeline import Timeline, run_pipeline
 
 from .figure_sync import sync_figure
@@ -180,7 +180,7 @@ class PassStepper(w.VBox):
             )
 
     def _add_pass(self, _: Any) -> None:
-        names = [p for p in self.pipeline_text.value.split(",") if p.strip()]
+        names = split_pipeline(self.pipeline_text.value)
         self.pipeline_text.value = ",".join([*names, self.pass_menu.value])
 
     # -- running -------------------------------------------------------------------------------
@@ -197,7 +197,6 @@ class PassStepper(w.VBox):
         if pipeline is not None:
             self.pipeline_text.value = pipeline if isinstance(pipeline, str) else ",".join(map(str, pipeline))
         spec = self.pipeline_text.value
-        self.progress.max = max(1, len([p for p in spec.split(",") if p.strip()]))
         self.progress.value = 0
         self.message.value = "<i>running...</i>"
 
@@ -206,10 +205,11 @@ class PassStepper(w.VBox):
             self.message.value = f"<i>step {step}/{total}: {html.escape(name)}...</i>"
 
         try:
+            self.progress.max = max(1, len(split_pipeline(spec)))
             self.timeline = run_pipeline(
                 self.graph, spec, input_shapes=self.input_shapes, verify=self.verify, progress=report
             )
-        except UnknownPassError as err:
+        except (UnknownPassError, PipelineSyntaxError) as err:
             self.message.value = f"<span style='color:#d62728'>{html.escape(str(err))}</span>"
             raise
         self.progress.value = self.progress.max
@@ -329,6 +329,11 @@ class PassStepper(w.VBox):
             f"removed {counts.get('removed', 0)}, modified {counts.get('modified', 0)}, "
             f"fusions {counts.get('fusions', 0)}; op deltas: {html.escape(deltas)}; "
             f"max |output diff| vs original: {_fmt_drift(snap.max_abs_diff)}"
+            + (
+                f"<pre style='font-size:85%;margin:2px 0'>{html.escape(chr(10).join(snap.log))}</pre>"
+                if snap.log
+                else ""
+            )
         )
 
     def _update_fusions(self) -> None:

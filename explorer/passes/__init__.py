@@ -1,9 +1,10 @@
 """Optimisation and rewrite passes on ONNX models, one step at a time.
 
 Every onnxoptimizer pass on its own (and its fuse-and-eliminate preset),
-onnxsim and its sub-stages, ONNX Runtime's offline graph optimisation levels
-and onnx's version converter, behind one :class:`~explorer.passes.base.Pass`
-protocol, listed in a registry with an explanation for learners.
+onnxsim and its sub-stages, onnxscript's optimizer and each of its ONNX Runtime
+fusion rule sets, ONNX Runtime's offline graph optimisation levels and its
+transformer optimizer per model type, and onnx's version converter, behind
+one :class:`~explorer.passes.base.Pass` protocol, listed in a registry with an explanation for learners.
 
 Examples
 --------
@@ -24,6 +25,7 @@ from .registry import (
     parse_pipeline,
     pass_names,
     passes_frame,
+    split_pipeline,
 )
 
 __all__ = [
@@ -37,4 +39,5 @@ __all__ = [
     "pass_names",
     "passes_frame",
     "parse_pipeline",
+    "split_pipeline",
 ]

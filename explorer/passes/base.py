@@ -2,8 +2,9 @@
 
 A pass takes an ``onnx.ModelProto`` and returns a :class:`PassResult` with the
 new model, whether it changed anything, how long it took and what it logged.
-It never modifies its input. Native passes (onnxoptimizer, onnxsim, ONNX
-Runtime, the version converter) run in a worker process (:mod:`explorer.worker`),
+It never modifies its input. Native passes (onnxoptimizer, onnxsim, onnxscript,
+ONNX Runtime and its transformer optimizer, the version converter) run in a
+worker process (:mod:`explorer.worker`),
 so a crash in them is a typed error, not a dead kernel.
 
 Examples
@@ -106,7 +107,8 @@ class Pass(Protocol):
     name : str
         Registry name, e.g. ``"fuse_bn_into_conv"`` or ``"ort:extended"``.
     family : str
-        ``"onnxoptimizer"``, ``"onnxsim"``, ``"ort"`` or ``"onnx"``.
+        One of :data:`explorer.passes.FAMILIES`: ``"onnxoptimizer"``, ``"onnxsim"``,
+        ``"onnxscript"``, ``"ort"``, ``"ort-transformers"`` or ``"onnx"``.
     description : str
         One paragraph for a learner: what it rewrites, when it helps, its pitfalls.
     parameters : Mapping

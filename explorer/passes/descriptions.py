@@ -13,7 +13,7 @@ True
 >>> ONNXOPTIMIZER_KIND["fuse_bn_into_conv"]
 'fuse'
 >>> sorted(FAMILIES)
-['onnx', 'onnxoptimizer', 'onnxsim', 'ort']
+['onnx', 'onnxoptimizer', 'onnxscript', 'onnxsim', 'ort', 'ort-transformers']
 """
 
 from __future__ import annotations
@@ -24,6 +24,9 @@ __all__ = [
     "ONNXSIM",
     "ORT",
     "VERSION_CONVERTER",
+    "ONNXSCRIPT",
+    "ONNXSCRIPT_KIND",
+    "ort_transformers",
     "FAMILIES",
     "KINDS",
 ]
@@ -610,6 +613,25 @@ FAMILIES: dict[str, str] = {
         "runs only on ONNX Runtime, and only with the execution provider and hardware it was optimised "
         "for."
     ),
+    "onnxscript": (
+        "onnxscript's optimizer and pattern rewriter (0.7.2 here), what torch.onnx.export(..., dynamo=True) "
+        "runs on its output and what Microsoft's tooling uses to fuse transformers for ONNX Runtime. It "
+        "works on onnx_ir, an in-memory IR of the model. onnxscript:optimize inlines functions, folds "
+        "constants, applies general rewrite rules and removes dead code, all in standard ONNX; the "
+        "onnxscript:fuse_... passes are the rule sets of onnxscript.rewriter.ort_fusions one at a time "
+        "(SDPA, MHA, Attention, GELU, bias-GELU, skip and RMS normalization, rotary embedding, ...), which "
+        "write com.microsoft contrib ops, and onnxscript:ort_fusions runs them all in order. Each rule is a "
+        "pattern plus a check: when a rule set matches nothing, the step's log reports the rewriter's "
+        "MatchingTracer for each rule, how many pattern nodes its closest attempt matched and why it failed."
+    ),
+    "ort-transformers": (
+        "ONNX Runtime's transformer optimizer (onnxruntime.transformers.optimizer.optimize_model), Python "
+        "fusions written per model family (bert, gpt2, vit, t5, unet, ...) that turn attention, "
+        "LayerNorm, GELU and embedding subgraphs into com.microsoft contrib ops such as Attention, "
+        "SkipLayerNormalization, EmbedLayerNormalization, BiasGelu and FastGelu, after ONNX Runtime's own "
+        "basic level. Pick the type that matches how the model was built and give num_heads and "
+        "hidden_size; the output runs only on ONNX Runtime."
+    ),
     "onnx": (
         "Tools from the onnx package itself. Its version converter moves a model between opsets of the "
         "default ONNX domain with per-operator adapters, which is needed when an exporter's opset and "
@@ -618,3 +640,288 @@ FAMILIES: dict[str, str] = {
     ),
 }
 """One paragraph per pass family (``onnx`` is the version converter)."""
+
+ONNXSCRIPT: dict[str, str] = {
+    "onnxscript:optimize": (
+        "onnxscript.optimizer.optimize (onnxscript 0.7.2 here), the clean-up that torch.onnx.export(..., "
+        "dynamo=True) runs on what it exports: first every call of a model-local function is inlined, then "
+        "two rounds of constant folding (with ONNX shape inference node by node), the rewriter's default "
+        "rules (onnxscript:rewrite) and removal of unused nodes, functions and opsets; finally all Constant "
+        "nodes are lifted into initializers, identical initializers are merged, common subexpressions are "
+        "eliminated and value names are fixed up. It works on onnx_ir, onnxscript's in-memory IR, not on the "
+        "protobuf. On the zoo transformer it lifts the 51 Constant nodes and merges the duplicated Shape "
+        "nodes of each reshape (Shape -8); on the resnet it folds every BatchNormalization into its Conv. "
+        "Dynamic dimensions (a symbolic batch or sequence) stay dynamic, so Shape -> Gather chains that read "
+        "them are kept. The output is standard ONNX; it is also the preparation the ORT fusions rely on."
+    ),
+    "onnxscript:constant_folding": (
+        "onnxscript.optimizer.fold_constants with ONNX shape inference: every node whose inputs are all "
+        "constants (initializers or Constant nodes) and whose inputs are below the size limit (8192 "
+        "elements) is evaluated with onnx's reference implementation and replaced by a Constant; "
+        "Shape, Size and similar ops are folded from statically known shapes even when their input is not "
+        "constant, and symbolic dimensions are tracked so that shape arithmetic on them can simplify. A "
+        "model whose constants are already folded and whose shapes are dynamic (the zoo transformer) has "
+        "nothing to fold. Folded-away producers are left unused until onnxscript:remove_unused runs; "
+        "results above the output size limit (512 x 512 elements) stay nodes so the file does not grow."
+    ),
+    "onnxscript:remove_unused": (
+        "onnx_ir's RemoveUnusedNodesPass and RemoveUnusedFunctionsPass (onnxscript.optimizer."
+        "remove_unused_nodes / remove_unused_functions): deletes every node none of whose outputs reaches a "
+        "graph output, initializers nothing reads any more, and model-local functions nobody calls. It is "
+        "the clean-up after folding and rewriting, which leave the old producers dangling; on a graph "
+        "without dead code it changes nothing."
+    ),
+    "onnxscript:inline": (
+        "onnxscript.optimizer.inline (onnx_ir's InlinePass): replaces every call of a model-local function "
+        "by the function's body, recursively, renaming values so they stay unique, and drops the "
+        "functions. PyTorch's dynamo exporter and onnxscript-authored models use model-local functions "
+        "for submodules and decomposed ops; most runtimes and all of the pattern rewrites here see only "
+        "the main graph, so fusions only match after inlining (optimize does it first). On the zoo's "
+        "custom_domain model the zoo.local::Swish call becomes its Sigmoid and Mul."
+    ),
+    "onnxscript:rewrite": (
+        "onnxscript.rewriter.rewrite with its default rules, the pattern-rewrite part of optimize: no-op "
+        "removal (x+0, x*1, Identity-like Cast/Expand/Transpose), Cast+Cast, Reshape+Reshape, "
+        "Transpose+Transpose and Unsqueeze+Unsqueeze merged, Flatten as Reshape, slices that cover a whole "
+        "axis collapsed or turned into a Split, Min/Max into Clip, Relu/Clip chains merged, Reshapes "
+        "around a MatMul dropped where MatMul's own broadcasting does the same, a Reshape's run-time "
+        "shape replaced by a constant where its output shape is known, Pad folded into Conv, "
+        "BatchNormalization folded into the Conv, ConvTranspose "
+        "or Gemm before it, and all-zero optional biases removed; unused nodes go afterwards. Everything "
+        "it writes is standard ONNX. On the resnet it folds the 20 BatchNormalizations into their Convs "
+        "(weights recomputed, so expect float-rounding differences) and turns the Flatten into a Reshape."
+    ),
+    "onnxscript:ort_fusions": (
+        "onnxscript.rewriter.ort_fusions.optimize_for_ort, the ONNX Runtime fusion pipeline for exported "
+        "transformers: Gemm is split into MatMul+Add, then shape inference, optimize, a shape rule and "
+        "optimize again, then every fusion rule set below in this order (erf GELU, RMS norm, skip layer "
+        "and skip RMS norm, rotary embedding and its cos/sin cache, SDPA, GQA, MHA with and without past, "
+        "MHA scale and bias, packed-QKV Attention, GELU, bias-GELU, SDPA via MHA), optimize once more, the "
+        "ORT pattern rules (FusedMatMul, Softmax casts, GroupNorm) and constant lifting. The log lists how "
+        "many times each fusion applied. The result uses com.microsoft contrib ops, so it runs only on "
+        "ONNX Runtime. When a fusion you expected is missing, run its rule set on its own "
+        "(onnxscript:fuse_...) after onnxscript:optimize: the step's log then says why it did not match."
+    ),
+    "onnxscript:fuse_erfgelu": (
+        "Rewrites the exact GELU written out with erf, 0.5 * (x * (Erf(x / sqrt(2)) + 1)) or x * (0.5 * "
+        "(Erf(x / sqrt(2)) + 1)), into com.microsoft::Gelu. The constants must be those values and the "
+        "nodes in exactly that association: PyTorch's older exporter writes Mul(Mul(x, Erf(...) + 1), 0.5), "
+        "which this rule set does not match (the tracer says the 0.5 is not where it expects a constant) "
+        "but onnxscript:fuse_gelu does. Models at opset 20 that use the standard Gelu op have nothing to "
+        "match here."
+    ),
+    "onnxscript:fuse_rms_normalization": (
+        "Fuses RMS normalization as Llama-style models write it, x * Reciprocal(Sqrt(ReduceMean(Pow(x, 2), "
+        "[-1]) + eps)) * scale, with optional Casts to a wider compute type around it, into ONNX Runtime's "
+        "SimplifiedLayerNormalization (its CPU kernel is registered in the default domain, a historical "
+        "mistake the source notes). epsilon must be a float constant and input and scale float types. "
+        "BERT-style models use LayerNormalization, which has a mean, so nothing matches there."
+    ),
+    "onnxscript:fuse_skip_layer_normalization": (
+        "Fuses a residual Add followed by LayerNormalization (the standard op) into "
+        "com.microsoft::SkipLayerNormalization, which adds the skip input, normalizes and also returns "
+        "the sum for the next residual. Variants absorb a bias Add before or after the residual Add (the "
+        "Linear layer's bias, so the diff shows Add + Add + LayerNormalization). Input and skip must both "
+        "be [B, S, D] with the same dims. In the zoo's pre-LN encoder that gives 2 per layer: norm2 of "
+        "every layer, norm1 of every layer but the first, and the final norm. The embedding LayerNorm "
+        "stays (its Add sums a position table of shape [S, D], and the log quotes that shape mismatch), "
+        "and so does the first norm1, which has no Add in front of it."
+    ),
+    "onnxscript:fuse_skip_rms_normalization": (
+        "The same fusion for RMS norm: a residual Add followed by SimplifiedLayerNormalization (made by "
+        "onnxscript:fuse_rms_normalization) becomes com.microsoft::SkipSimplifiedLayerNormalization, with "
+        "optional bias Adds. Llama-, Mistral- and Phi-style decoders match; it needs the RMS norm fused "
+        "first, so on its own it only finds SimplifiedLayerNormalization nodes already in the model."
+    ),
+    "onnxscript:fuse_rotary_embedding": (
+        "Finds rotary position embedding (RoPE) applied as x * cos + rotate_half(x) * sin, where "
+        "rotate_half slices the last axis into two equal halves and concatenates -x2 and x1, and replaces "
+        "it by a RotaryEmbedding op of onnxscript's internal domain ai.onnxruntime._fusion, kept as a "
+        "model-local function of the matched nodes so the model still runs. x must be 4-D [B, H, S, Dh] "
+        "with H and Dh known. onnxscript:fuse_cos_sin_cache then turns it into com.microsoft::"
+        "RotaryEmbedding with a precomputed cos/sin cache. Encoders with learned position embeddings (the "
+        "zoo transformer, BERT) have no RoPE."
+    ),
+    "onnxscript:fuse_cos_sin_cache": (
+        "Completes the RoPE fusion: where the cos and sin inputs of a fused RotaryEmbedding are computed "
+        "at run time from position ids and the inverse frequencies (MatMul or outer product, Cos, Sin, "
+        "optional Casts), they are replaced by constant cos/sin tables gathered by position id, and the "
+        "op becomes com.microsoft::RotaryEmbedding. The tables are computed at fusion time, so inv_freq "
+        "(of shape [1, Dh/2, 1]) or the frequencies must be constants, and position_ids 1-D or 2-D. Needs "
+        "onnxscript:fuse_rotary_embedding first."
+    ),
+    "onnxscript:fuse_partial_rotary_embedding": (
+        "Partial RoPE, as in Phi and GPT-NeoX: only the first rotary_dim channels of each head are "
+        "rotated (a Slice of the last axis, the RotaryEmbedding on that slice, a Concat with the "
+        "untouched rest). The rule folds the slices into com.microsoft::RotaryEmbedding's "
+        "rotary_embedding_dim attribute; it refuses an interleaved rotation or one that already has the "
+        "attribute. It needs the com.microsoft::RotaryEmbedding from the two rules before it."
+    ),
+    "onnxscript:fuse_sdpa": (
+        "Recognises scaled dot-product attention, Softmax(Q @ K^T * scale [+ mask]) @ V, in its exported "
+        "spellings: K transposed directly (perm [0,1,3,2]), through 3-D, or from [B, S, H, Dh] with perm "
+        "[0,2,3,1]; the scale as a Mul or Div on the scores, on Q or on K; an optional Where(IsNaN) guard "
+        "after the Softmax. Q, K and V must be 4-D with known head size. The result is an SDPA op of "
+        "onnxscript's internal domain ai.onnxruntime._fusion, which no runtime has: here it is kept as a "
+        "model-local function so ONNX Runtime can run the step. It is the seed of the attention fusions: "
+        "onnxscript:fuse_mha2 (or fuse_gqa) absorbs the Q/K/V reshapes and transposes around it into "
+        "com.microsoft::MultiHeadAttention, and onnxscript:replace_sdpa_by_mha turns the SDPAs left over "
+        "into MultiHeadAttention wrapped in reshapes. If the Softmax input is not a MatMul (optionally "
+        "scaled by a constant, optionally plus a mask), the log says where matching stopped."
+    ),
+    "onnxscript:fuse_gqa": (
+        "Grouped-query attention with a KV cache, as Llama-family decoders export it: rotary embedding on "
+        "Q and K, past key/value concatenated, K/V heads expanded to the query heads, and an SDPA, fused "
+        "into com.microsoft::GroupQueryAttention. It needs the SDPA and RotaryEmbedding fusions first and a "
+        "past key/value input; encoders have no cache, so it does not match them."
+    ),
+    "onnxscript:fuse_qkv_gqa": (
+        "When the three Q, K and V inputs of a fused GroupQueryAttention are slices of one packed "
+        "projection, feeds the packed tensor to GroupQueryAttention directly and drops the slices. Needs "
+        "onnxscript:fuse_gqa first."
+    ),
+    "onnxscript:fuse_mha1": (
+        "MultiHeadAttention with past key/value: an SDPA whose Q, K and V come from [B, S, D] tensors "
+        "reshaped to heads and transposed, with the past key and value concatenated in front of K and V "
+        "(and optionally rotary embedding), becomes com.microsoft::MultiHeadAttention on the 3-D tensors "
+        "with past and present outputs. Decoder exports with a KV cache match; encoders do not."
+    ),
+    "onnxscript:fuse_mha2": (
+        "The MHA fusion without a cache: SDPA(Q, K, V) where each of Q, K, V is Reshape([B, S, D] -> [B, "
+        "S, H, Dh]) plus Transpose, and the output is transposed and reshaped back to [B, S, D], becomes "
+        "one com.microsoft::MultiHeadAttention(q, k, v) with num_heads read from the shape. Every matched "
+        "node must be used only inside the pattern: the zoo transformer, like PyTorch's older TorchScript "
+        "exporter, reads the shape of the attention output (Shape of the transposed context for the final "
+        "reshape), so the rewriter refuses with 'Matched nodes have other uses preventing replacement' "
+        "and the SDPA is left for replace_sdpa_by_mha. A dynamo export computes the reshape targets from "
+        "the graph input's shape and matches, provided the shapes agree: the rule binds B, S, H and Dh "
+        "across Q, K and V, and a sequence dim that shape inference knows as unk__1 on one side and seq "
+        "on the other fails with 'Shape mismatch' (fixed input shapes avoid that). Needs "
+        "onnxscript:fuse_sdpa first."
+    ),
+    "onnxscript:fuse_mha_scale": (
+        "Moves a constant scale multiplied into the query in front of a MultiHeadAttention into the op's "
+        "scale attribute, multiplied with the one it had (or the default 1/sqrt(head size)). The scale "
+        "must be a constant scalar. Needs a MultiHeadAttention from fuse_mha1 or fuse_mha2."
+    ),
+    "onnxscript:fuse_mha_bias": (
+        "Absorbs the bias Adds of the Q, K and V projections (MatMul + Add) in front of a "
+        "MultiHeadAttention into its packed bias input (Concat of the three biases, zeros where one is "
+        "missing). Biases must be 1-D constants of the projection width and the inputs float or float16. "
+        "It runs only when an MHA fusion applied; BERT-style models with biased projections match."
+    ),
+    "onnxscript:fuse_attention": (
+        "The last step of the attention chain: a MultiHeadAttention whose Q, K and V are three MatMuls of "
+        "the same input (or slices of one packed MatMul), with the packed bias from fuse_mha_bias, becomes "
+        "com.microsoft::Attention, which does the Q/K/V projection itself with one packed weight. It needs "
+        "MultiHeadAttention with bias from the rules before it; optimize_for_ort skips it when no MHA "
+        "fusion applied. Without them the log shows that no node matched its last op."
+    ),
+    "onnxscript:fuse_gelu": (
+        "Fuses GELU written out: the tanh approximation 0.5 * x * (1 + Tanh(sqrt(2/pi) * (x + 0.044715 * "
+        "x^3))) becomes com.microsoft::FastGelu, and the exact form Mul(Mul(x, Erf(x / sqrt(2)) + 1), 0.5), "
+        "PyTorch's export at opsets below 20, becomes com.microsoft::Gelu. The constants must match; "
+        "opset-20 models already carry the standard Gelu op and have nothing to fuse (onnxscript:"
+        "fuse_bias_gelu still absorbs their bias)."
+    ),
+    "onnxscript:fuse_bias_gelu": (
+        "Absorbs the bias Add of the Linear layer in front of a GELU into com.microsoft::BiasGelu(x, bias): "
+        "Gelu(Add(x, b)) for the standard opset-20 Gelu and for com.microsoft::Gelu, either input order. "
+        "b must be 1-D, and a standard Gelu with approximate='tanh' is refused. In a transformer encoder "
+        "every FFN's first Linear matches: one per layer in the zoo transformer."
+    ),
+    "onnxscript:replace_sdpa_by_mha": (
+        "Turns every SDPA of onnxscript's internal domain that no other attention fusion consumed into "
+        "com.microsoft::MultiHeadAttention: Q, K and V are transposed and reshaped to [B, S, D] in front "
+        "of it and the output reshaped and transposed back, so ONNX Runtime gets its fused attention "
+        "kernel even when the surrounding reshapes did not match fuse_mha2. Look for the new "
+        "Transpose/Reshape pairs in the diff: they are the price of the near-miss."
+    ),
+    "onnxscript:ort_pattern_rewrite_rules": (
+        "ORT_PATTERN_REWRITE_RULES, which optimize_for_ort applies after the transformer fusions: Softmax "
+        "with Cast to float32 and back around it (float16 models) reduced to the Softmax, "
+        "InstanceNormalization on reshaped tensors turned into com.microsoft::GroupNorm, and MatMul with a "
+        "Transpose on an input or a constant Div or Mul on its output folded into com.microsoft::"
+        "FusedMatMul (transA/transB, alpha). On the zoo transformer the attention scores' MatMul + Div "
+        "becomes FusedMatMul once per layer."
+    ),
+}
+"""One paragraph per onnxscript pass (optimizer parts, ``optimize_for_ort`` and each fusion rule set)."""
+
+ONNXSCRIPT_KIND: dict[str, str] = {
+    "onnxscript:optimize": "simplify",
+    "onnxscript:constant_folding": "simplify",
+    "onnxscript:remove_unused": "eliminate",
+    "onnxscript:inline": "rewrite",
+    "onnxscript:rewrite": "rewrite",
+}
+"""Kinds of the onnxscript optimizer parts (the fusions are ``"fuse"``)."""
+
+_ORT_TRANSFORMERS_CLASSES: dict[str, str] = {
+    "bert": (
+        "BertOnnxModel, written for BERT, RoBERTa, DistilBERT and other encoders exported by PyTorch, and "
+        "reused for vit, swin and gpt_neox"
+    ),
+    "bert_tf": "BertOnnxModelTF, BERT converted from TensorFlow by tf2onnx",
+    "bert_keras": "BertOnnxModelKeras, BERT converted from Keras by keras2onnx",
+    "gpt2": "Gpt2OnnxModel, GPT-2-style decoders (attention with past key/value, FastGelu)",
+    "gpt2_tf": "Gpt2OnnxModel, for GPT-2 converted from TensorFlow",
+    "bart": "BartOnnxModel, encoder-decoder models such as BART and Marian",
+    "t5": "T5OnnxModel, T5 (RMS norm without mean, relative position bias)",
+    "clip": "ClipOnnxModel, the CLIP text encoder of Stable Diffusion (no EmbedLayerNormalization fusion)",
+    "unet": (
+        "UnetOnnxModel, the Stable Diffusion UNet (cross-attention, packed QKV/KV; its NhwcConv, GroupNorm, "
+        "SkipGroupNorm, BiasSplitGelu and BiasAdd fusions have only CUDA kernels and stay off unless "
+        "gpu_fusions=True: on a CNN, NhwcConv turns every Conv into Transpose -> NhwcConv -> Transpose, "
+        "which the CPU build cannot run)"
+    ),
+    "vae": "VaeOnnxModel, the Stable Diffusion VAE decoder (its CUDA-only fusions as for unet)",
+    "conformer": "ConformerOnnxModel, speech Conformer encoders",
+    "tnlr": "TnlrOnnxModel, Microsoft's Turing NLR encoder",
+    "sam2": "Sam2OnnxModel, Segment Anything 2",
+    "mmdit": "MmditOnnxModel, the multimodal diffusion transformer of Stable Diffusion 3 and Flux",
+    "phi": (
+        "PhiOnnxModel, for Phi-2 as the dynamo exporter wrote it with one model-local function per module; "
+        "a model without functions is refused (the optimizer itself would fail with a TypeError)"
+    ),
+    "qwen3": "Gpt2OnnxModel, used for Qwen3 decoders (RoPE, grouped-query attention, RMS norm)",
+    "vit": "BertOnnxModel, with no attention mask (vision transformers attend to every patch)",
+    "swin": "BertOnnxModel, for the Swin transformer's windowed attention",
+    "gpt_neox": (
+        "BertOnnxModel, for GPT-NeoX (rotary attention), with ONNX Runtime's own level off by default"
+    ),
+}
+
+
+def ort_transformers(model_type: str) -> str:
+    """The explanation of ``ort-transformers:MODEL_TYPE`` (ONNX Runtime's transformer optimizer).
+
+    Examples
+    --------
+    >>> "BertOnnxModel" in ort_transformers("bert")
+    True
+    """
+    fitted = _ORT_TRANSFORMERS_CLASSES.get(
+        model_type, f"the optimizer class ONNX Runtime uses for {model_type}"
+    )
+    return (
+        f"onnxruntime.transformers.optimizer.optimize_model(model_type='{model_type}') with {fitted}. "
+        "ONNX Runtime's transformer optimizer is a set of Python pattern matchers on the ONNX graph, written "
+        "per model family, which fuse what its C++ graph optimiser does not: multi-head attention into "
+        "com.microsoft::Attention (one packed Q/K/V weight) or MultiHeadAttention, embedding lookups plus "
+        "LayerNorm into EmbedLayerNormalization, residual Add + LayerNorm into SkipLayerNormalization, "
+        "Linear bias + GELU into BiasGelu (FastGelu with gelu_approximation), RMS norm into "
+        "SimplifiedLayerNormalization, RoPE into RotaryEmbedding. For most types ONNX Runtime's basic level "
+        "runs first (opt_level 1; 0 for bert_tf, bert_keras, gpt2_tf, gpt_neox, phi and qwen3, 2 for t5). "
+        "Attention fusion needs num_heads and hidden_size: 0 asks the optimizer to read them from the Q "
+        "Reshape's target (a constant, or a Concat ending in constant heads and head size, as in the zoo); "
+        "when it cannot, the values given are used, so give them (gpt2 and vit warn that they need them). "
+        "A pattern that differs from what the optimizer was "
+        "written for (another exporter, a different op order) is silently left unfused; the log lists the "
+        "optimizer's 'Fused ...' counts, and the diff shows which nodes each contrib op replaced. On the "
+        "zoo transformer the bert type fuses 2 Attention, 4 SkipLayerNormalization and 2 BiasGelu "
+        "(2 layers), while gpt2 fuses no attention there: its matcher follows GPT-2's export (Conv1D "
+        "projections as Reshape -> Gemm -> Reshape, a causal mask in front of the Softmax). The result "
+        "runs only on ONNX Runtime; ops that only have CUDA kernels (NhwcConv, GroupNorm, ...) are not fused "
+        "unless gpu_fusions=True, and the log names any op left without a CPU kernel."
+    )

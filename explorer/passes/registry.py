@@ -6,7 +6,12 @@ Names:
   ``onnxoptimizer:fuse_bn_into_conv``), and the preset ``fuse_and_eliminate``;
 - ``onnxsim`` and its sub-stages ``onnxsim:constant_folding`` and ``onnxsim:shape_ops``;
 - ``ort:basic``, ``ort:extended``, ``ort:layout`` (where ONNX Runtime has it), ``ort:all``;
-- ``version_converter`` (parameter ``opset``; ``opset:13`` is a shorthand).
+- ``version_converter`` (parameter ``opset``; ``opset:13`` is a shorthand);
+- ``onnxscript:optimize`` and its parts (``onnxscript:constant_folding``, ``onnxscript:remove_unused``,
+  ``onnxscript:inline``, ``onnxscript:rewrite``), ``onnxscript:ort_fusions`` (``optimize_for_ort``) and
+  one pass per ONNX Runtime fusion rule set, named after its function (``onnxscript:fuse_sdpa``, ...);
+- ``ort-transformers:MODEL_TYPE`` for every model type of ONNX Runtime's transformer optimizer
+  (``ort-transformers:bert``, ``ort-transformers:gpt2``, ...; parameters ``num_heads``, ``hidden_size``).
 
 Examples
 --------
@@ -29,8 +34,8 @@ import onnx
 from onnx import ModelProto
 
 from .. import model_files, worker
-from ..errors import UnknownPassError
-from . import descriptions, native_steps
+from ..errors import PipelineSyntaxError, UnknownPassError
+from . import descriptions, native_steps, onnxscript_steps, ort_transformers_steps
 from .base import FunctionPass, Runner
 
 __all__ = [
@@ -40,11 +45,12 @@ __all__ = [
     "list_passes",
     "passes_frame",
     "parse_pipeline",
+    "split_pipeline",
     "PipelineItem",
     "DEFAULT_PASS_TIMEOUT",
 ]
 
-FAMILIES = ("onnxoptimizer", "onnxsim", "ort", "onnx")
+FAMILIES = ("onnxoptimizer", "onnxsim", "onnxscript", "ort", "ort-transformers", "onnx")
 """Pass families, in the order the registry lists them."""
 
 DEFAULT_PASS_TIMEOUT = 600.0
@@ -120,6 +126,32 @@ _version_runner = _runner(
 )
 
 
+def _onnxscript_optimizer_runner(part: str, label: str) -> Runner:
+    return _runner(onnxscript_steps.optimizer_step, label, part)
+
+
+def _onnxscript_fusion_runner(name: str, label: str) -> Runner:
+    return _runner(onnxscript_steps.fusion_step, label, name)
+
+
+def _ort_transformers_args(params: Mapping[str, Any]) -> tuple:
+    level = params.get("opt_level")
+    return (
+        int(params.get("num_heads") or 0),
+        int(params.get("hidden_size") or 0),
+        None if level is None else int(level),
+        bool(params.get("gelu_approximation")),
+        bool(params.get("use_multi_head_attention")),
+        bool(params.get("gpu_fusions")),
+    )
+
+
+def _ort_transformers_runner(model_type: str, label: str) -> Runner:
+    return _runner(
+        ort_transformers_steps.ort_transformers_step, label, model_type, from_params=_ort_transformers_args
+    )
+
+
 def _ort_levels() -> list[str]:
     import onnxruntime as ort
 
@@ -176,6 +208,52 @@ def _registry() -> dict[str, FunctionPass]:
             dict(base),
             kind="fuse",
             large_models=True,
+        )
+    for part in onnxscript_steps.OPTIMIZER_PARTS:
+        key = f"onnxscript:{part}"
+        passes[key] = FunctionPass(
+            key,
+            "onnxscript",
+            descriptions.ONNXSCRIPT[key],
+            _onnxscript_optimizer_runner(part, key),
+            dict(base),
+            kind=descriptions.ONNXSCRIPT_KIND.get(key, "simplify"),
+        )
+    passes["onnxscript:ort_fusions"] = FunctionPass(
+        "onnxscript:ort_fusions",
+        "onnxscript",
+        descriptions.ONNXSCRIPT["onnxscript:ort_fusions"],
+        _runner(onnxscript_steps.ort_fusions_step, "onnxscript:ort_fusions"),
+        dict(base),
+        kind="fuse",
+    )
+    for name in onnxscript_steps.FUSION_STEPS:
+        key = f"onnxscript:{name}"
+        passes[key] = FunctionPass(
+            key,
+            "onnxscript",
+            descriptions.ONNXSCRIPT[key],
+            _onnxscript_fusion_runner(name, key),
+            dict(base),
+            kind="fuse",
+        )
+    for model_type in ort_transformers_steps.model_types():
+        key = f"ort-transformers:{model_type}"
+        passes[key] = FunctionPass(
+            key,
+            "ort-transformers",
+            descriptions.ort_transformers(model_type),
+            _ort_transformers_runner(model_type, key),
+            {
+                **base,
+                "num_heads": 0,
+                "hidden_size": 0,
+                "opt_level": None,
+                "gelu_approximation": False,
+                "use_multi_head_attention": False,
+                "gpu_fusions": False,
+            },
+            kind="fuse",
         )
     passes["version_converter"] = FunctionPass(
         "version_converter",
@@ -271,23 +349,83 @@ def passes_frame() -> Any:
     )
 
 
+def split_pipeline(text: str) -> list[str]:
+    """The steps of a pipeline string: split at the commas outside parentheses.
+
+    Raises
+    ------
+    PipelineSyntaxError
+        Unbalanced parentheses.
+
+    Examples
+    --------
+    >>> split_pipeline("onnxsim, ort-transformers:bert(num_heads=4,hidden_size=64)")
+    ['onnxsim', 'ort-transformers:bert(num_heads=4,hidden_size=64)']
+    """
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth < 0:
+                raise PipelineSyntaxError(f"pipeline {text!r}: ')' without '('")
+        elif char == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    if depth:
+        raise PipelineSyntaxError(f"pipeline {text!r}: '(' without ')'")
+    parts.append(text[start:])
+    return [p.strip() for p in parts if p.strip()]
+
+
+def _parse_item(text: str) -> PipelineItem:
+    """``name`` or ``name(key=value, ...)``; values are Python literals, else strings."""
+    import ast
+
+    if "(" not in text:
+        return text
+    if not text.endswith(")"):
+        raise PipelineSyntaxError(f"pipeline step {text!r}: text after ')'")
+    name, inner = text[: text.index("(")].strip(), text[text.index("(") + 1 : -1]
+    params: dict[str, Any] = {}
+    for part in split_pipeline(inner):
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip():
+            raise PipelineSyntaxError(f"pipeline step {text!r}: {part!r} is not key=value")
+        try:
+            params[key.strip()] = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError):
+            params[key.strip()] = value.strip()
+    return (name, params)
+
+
 def parse_pipeline(pipeline: str | Iterable[PipelineItem], **shared: Any) -> list[FunctionPass]:
     """Turn ``"onnxsim,fuse_bn_into_conv,ort:extended"`` (or a list) into passes.
 
     Parameters
     ----------
     pipeline : str or iterable
-        Comma-separated names, or a list of names / ``(name, parameters)``.
+        Comma-separated names, each optionally with parameters in parentheses
+        (``ort-transformers:bert(num_heads=12, hidden_size=768)``), or a list of names /
+        ``(name, parameters)``.
     **shared
         Parameters given to every pass that takes them (e.g. ``input_shapes``).
+
+    Raises
+    ------
+    PipelineSyntaxError
+        Unbalanced parentheses or a parameter that is not ``key=value``.
 
     Examples
     --------
     >>> [p.name for p in parse_pipeline("onnxsim, fuse_bn_into_conv,opset:13")]
     ['onnxsim', 'fuse_bn_into_conv', 'version_converter']
+    >>> parse_pipeline("ort-transformers:bert(num_heads=4, hidden_size=256)")[0].parameters["num_heads"]
+    4
     """
     items: list[PipelineItem] = (
-        [part.strip() for part in pipeline.split(",") if part.strip()]
+        [_parse_item(part) for part in split_pipeline(pipeline)]
         if isinstance(pipeline, str)
         else list(pipeline)
     )

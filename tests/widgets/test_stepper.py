@@ -55,3 +55,24 @@ def test_unknown_pass_is_reported() -> None:
     with pytest.raises(KeyError):
         stepper.run("fuse_bn_into_cnv")
     assert "did you mean" in stepper.message.value
+
+
+def test_the_new_families_are_picked_like_the_others_and_the_step_log_is_shown() -> None:
+    stepper = PassStepper("zoo:transformer", verify=False)
+    assert {"onnxscript", "ort-transformers"} <= set(stepper.family.options)
+    stepper.family.value = "onnxscript"
+    assert "onnxscript:fuse_sdpa" in stepper.pass_menu.options
+    stepper.pass_menu.value = "onnxscript:fuse_mha2"
+    assert "MultiHeadAttention" in stepper.explanation.value
+    stepper.add_button.click()
+    stepper.family.value = "ort-transformers"
+    stepper.pass_menu.value = "ort-transformers:bert"
+    stepper.add_button.click()
+    assert stepper.pipeline_text.value == "onnxscript:fuse_mha2,ort-transformers:bert"
+    stepper.pipeline_text.value = "onnxscript:fuse_mha2,ort-transformers:bert(num_heads=4, hidden_size=256)"
+    stepper.run_button.click()
+    assert stepper.progress.max == 2 and len(stepper.timeline) == 3
+    stepper.show(1)  # fuse_mha2 finds no SDPA to start from: the log says why, in the title
+    assert "fuse_mha2 matched nothing" in stepper.step_title.value
+    stepper.show(2)
+    assert "com.microsoft::Attention" in stepper.fusions.value
