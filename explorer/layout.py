@@ -53,11 +53,11 @@ import threading
 import weakref
 from bisect import bisect_left, bisect_right, insort
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import groupby
+from itertools import groupby, pairwise
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
@@ -83,6 +83,9 @@ __all__ = [
     "clear_cache",
     "CACHE_SIZE",
     "MAXITER",
+    "BOX_GAP",
+    "PX_PER_UNIT",
+    "label_size",
 ]
 
 GROUP_PREFIX = "scope:"
@@ -101,6 +104,14 @@ Point = tuple[float, float]
 Edge = tuple[str, str]
 Scope = tuple[str, ...]
 Collapse = int | Iterable[Sequence[str]] | None
+Size = tuple[float, float]
+NodeSize = str | Mapping[str, Sequence[float]] | Callable[[Mapping[str, Any]], Sequence[float]] | None
+
+BOX_GAP = 0.25
+"""Least room (layout units) between two boxes of a layer, or a box and an edge beside it."""
+
+PX_PER_UNIT = 96.0
+"""Pixels per layout unit at which :func:`label_size` boxes fit their text (11 px header, 9 px body)."""
 
 
 def group_id(scope: Sequence[str]) -> str:
@@ -149,7 +160,19 @@ class Layout:
     version : str
         :func:`graph_fingerprint` of the graph laid out.
     hgap, vgap : float
-        Horizontal gap between items of a layer, vertical gap between layers.
+        Least distance between the centres of neighbours in a layer; distance
+        between layers (raised, when boxes are taller, to the tallest box plus
+        ``box_gap``).
+    sizes : dict
+        Visible item -> ``(width, height)`` of its box in layout units (the
+        units of ``positions``), centred on its position; empty when items
+        were laid out as points (``node_size=None``).
+    box_gap : float
+        Least room kept between two boxes of a layer, and between a box and an
+        edge passing it.
+    node_size : None, "auto", mapping or callable
+        The size rule the layout was made with (see :func:`layered`);
+        :func:`expand` and :func:`collapse_group` size new items with it.
 
     Examples
     --------
@@ -172,6 +195,9 @@ class Layout:
     version: str = ""
     hgap: float = 1.0
     vgap: float = 1.0
+    sizes: dict[str, Size] = field(default_factory=dict)
+    box_gap: float = BOX_GAP
+    node_size: NodeSize = field(default=None, compare=False, repr=False)
 
     @property
     def key(self) -> tuple[str, tuple[Scope, ...]]:
@@ -272,6 +298,8 @@ class Layout:
                     "layer": self.layers[item],
                     "kind": self.kinds[item],
                     "size": len(self.groups.get(item, (item,))),
+                    "width": self.sizes.get(item, (0.0, 0.0))[0],
+                    "height": self.sizes.get(item, (0.0, 0.0))[1],
                 }
                 for item, (x, y) in self.positions.items()
             ],
@@ -530,6 +558,136 @@ def _items_at_depth(by_scope: Counter[Scope], depth: int) -> int:
     return len(boxes) + sum(count for scope, count in by_scope.items() if len(scope) < depth)
 
 
+# --------------------------------------------------------------------------- box sizes
+
+_HEADER_CHAR = 6.6  # px per character of the 11 px header, at PX_PER_UNIT
+_BODY_CHAR = 5.4  # px per character of a 9 px body line
+_HEADER_PX, _LINE_PX, _PAD_PX, _SIDE_PX, _MIN_PX = 18.0, 12.0, 6.0, 8.0, 56.0
+_LINE_CHARS = 26
+
+
+def _dims(shape: Sequence[Any] | None) -> str:
+    if shape is None:
+        return "?"
+    return "x".join("?" if d is None else str(d) for d in shape) if len(shape) else "scalar"
+
+
+def label_size(data: Mapping[str, Any]) -> Size:
+    """Default ``(width, height)`` of an item's box in layout units, from its label text.
+
+    The box has a header line (the op type; a collapsed scope's
+    ``"name · N ops"``; an input's or output's name) and body lines (an op's
+    weight shapes, at most two; a scope's op mix, one line; an input's
+    shape). At :data:`PX_PER_UNIT` pixels per unit, an 11 px header and 9 px
+    body text fit. ``data`` is a node's data dict (``graph.nx.nodes[node]``)
+    or, for a collapsed scope, ``{"kind": "group", "scope": ..., "members":
+    ..., "ops": Counter of op types}``: what ``layered(..., node_size=f)``
+    passes to ``f``.
+
+    Examples
+    --------
+    >>> from explorer import load
+    >>> g = load("zoo:resnet18")
+    >>> w, h = label_size(g.nx.nodes["/conv1/Conv"])
+    >>> round(w, 3), round(h, 3)
+    (0.729, 0.375)
+    >>> label_size({"kind": "op", "op_type": "Relu"})
+    (0.5833333333333334, 0.1875)
+    """
+    kind = data.get("kind", "op")
+    body: list[str] = []
+    if kind == "group":
+        scope = data.get("scope") or ("?",)
+        header = f"{scope[-1]} · {len(data.get('members') or ())} ops"
+        ops = Counter(data.get("ops") or {})
+        mix = "  ".join(f"{op} x{count}" for op, count in ops.most_common(4))
+        if mix:
+            body.append(mix if len(mix) <= _LINE_CHARS else mix[: _LINE_CHARS - 1] + "…")
+    elif kind == "op":
+        header = str(data.get("op_type") or "?")
+        shapes = list(dict.fromkeys(_dims(w.shape) for w in data.get("weights") or ()))
+        body.extend(f"W {shape}" for shape in shapes[:2])
+    else:
+        header = str(data.get("name") or kind)[:28]
+        if data.get("shape") is not None:
+            body.append(_dims(data["shape"]))
+    width = max(_MIN_PX, len(header) * _HEADER_CHAR + 2 * _SIDE_PX)
+    if body:
+        width = max(width, max(len(line) for line in body) * _BODY_CHAR + 2 * _SIDE_PX)
+    height = _HEADER_PX + (len(body) * _LINE_PX + _PAD_PX if body else 0.0)
+    return width / PX_PER_UNIT, height / PX_PER_UNIT
+
+
+def _item_data(vis: _Visible, i: int) -> Mapping[str, Any]:
+    """What a ``node_size`` callable gets for visible item ``i``."""
+    item = vis.items[i]
+    members = vis.groups.get(item)
+    if members is None:
+        return vis.graph.nodes[item]
+    nodes = vis.graph.nodes
+    ops = Counter(nodes[m].get("op_type") or nodes[m].get("kind", "?") for m in members)
+    return {"kind": "group", "scope": vis.scopes[item], "members": list(members), "ops": ops}
+
+
+def _item_sizes(vis: _Visible, node_size: NodeSize, indices: Iterable[int] | None = None) -> list[Size]:
+    """``(width, height)`` of the visible items (all, or ``indices``) under a ``node_size`` rule.
+
+    Values that are not two finite numbers >= 0 are refused with an error naming the item.
+    """
+    given: Mapping[str, Sequence[float]] = {}
+    rule: Callable[[Mapping[str, Any]], Sequence[float]] = label_size
+    if isinstance(node_size, Mapping):
+        given = node_size
+    elif callable(node_size):
+        rule = node_size
+    elif node_size != "auto":
+        raise TypeError(f"node_size must be None, 'auto', a mapping or a callable, not {node_size!r}")
+    sizes: list[Size] = []
+    for i in range(len(vis.items)) if indices is None else indices:
+        item = vis.items[i]
+        value = given.get(item)
+        if value is None:
+            value = rule(_item_data(vis, i))
+        try:
+            w, h = (float(v) for v in value)
+        except (TypeError, ValueError):
+            raise TypeError(f"node_size gave {value!r} for {item!r}; expected (width, height)") from None
+        if not (math.isfinite(w) and math.isfinite(h) and w >= 0 and h >= 0):
+            raise ValueError(f"node_size gave {value!r} for {item!r}; sizes must be finite and >= 0")
+        sizes.append((w, h))
+    return sizes
+
+
+_LABELS: weakref.WeakKeyDictionary[Any, tuple[int, str]] = weakref.WeakKeyDictionary()
+
+
+def _size_key(graph: ModelGraph, node_size: NodeSize) -> Hashable:
+    """The cache-key part for ``node_size`` (a callable's key is the sizes it gives)."""
+    if node_size is None:
+        return None
+    if isinstance(node_size, Mapping):
+        return ("given", tuple((k, tuple(float(x) for x in v)) for k, v in node_size.items()), _labels(graph))
+    if node_size == "auto":
+        return ("auto", _labels(graph))
+    raise TypeError(f"node_size must be None, 'auto', a mapping or a callable, not {node_size!r}")
+
+
+def _labels(graph: ModelGraph) -> str:
+    """Hash of what :func:`label_size` reads (op types, weight shapes, I/O names and shapes), memoized."""
+    g = graph.nx
+    known = _LABELS.get(g)
+    if known is not None and known[0] == g.number_of_nodes():
+        return known[1]
+    digest = hashlib.blake2b(digest_size=16)
+    for node, data in g.nodes(data=True):
+        weights = ",".join(_dims(w.shape) for w in data.get("weights") or ())
+        digest.update(f"{node}\x1f{data.get('op_type')}\x1f{data.get('name')}\x1f{weights}".encode())
+        digest.update(f"\x1f{data.get('shape')}\x1e".encode())
+    value = digest.hexdigest()
+    _LABELS[g] = (g.number_of_nodes(), value)
+    return value
+
+
 # --------------------------------------------------------------------------- layering
 
 
@@ -637,6 +795,16 @@ class _Placement:
     bends: list[list[float]]
     oriented: list[tuple[int, int]]
     back: list[bool]
+    width: list[float] = field(default_factory=list)  # per item; empty: every item is a point
+    pad: float = 0.0  # least room beside a box (``box_gap``)
+    hgap: float = 1.0
+
+    def sep(self, a: float, b: float) -> float:
+        """Least distance between the centres of neighbours of widths ``a`` and ``b`` (bends: 0)."""
+        return max(self.hgap, (a + b) / 2 + self.pad) if a or b else self.hgap
+
+    def item_width(self, i: int) -> float:
+        return self.width[i] if self.width else 0.0
 
 
 def _sugiyama(
@@ -671,6 +839,8 @@ def _place(
     maxiter: int | None,
     previous: Layout | None,
     straight: bool = True,
+    widths: list[float] | None = None,
+    pad: float = 0.0,
 ) -> _Placement:
     n = len(vis.items)
     floor: list[int] | None = None
@@ -682,12 +852,14 @@ def _place(
     oriented = [(b, a) if flip else (a, b) for (a, b), flip in zip(vis.edges, back, strict=True)]
     iters = MAXITER if maxiter is None else maxiter
     x, bends = _sugiyama(n, oriented, layer, hgap, iters)
-    placement = _Placement(layer=layer, x=x, bends=bends, oriented=oriented, back=back)
+    placement = _Placement(
+        layer=layer, x=x, bends=bends, oriented=oriented, back=back, width=widths or [], pad=pad, hgap=hgap
+    )
     graph = _refine(placement, hgap)
     if straight:
-        _straighten(graph, _slot_of(vis), [0.0] * len(graph.layer), hgap)
+        _straighten(graph, _slot_of(vis))
     if previous is not None:
-        _stabilize(vis, placement, previous, hgap)
+        _stabilize(vis, placement, previous)
     return placement
 
 
@@ -1014,7 +1186,7 @@ def _transpose(
 # --------------------------------------------------------------------------- straight main paths
 
 
-def _straighten(graph: _Layers, slot: Callable[[int], float], widths: Sequence[float], hgap: float) -> None:
+def _straighten(graph: _Layers, slot: Callable[[int], float]) -> None:
     """Place every vertex (item or bend) again, keeping each layer's order, so main paths run straight.
 
     igraph's Brandes-Koepf placement balances four alignments and so bends
@@ -1033,14 +1205,14 @@ def _straighten(graph: _Layers, slot: Callable[[int], float], widths: Sequence[f
        take an upper vertex already taken. Aligned vertices form *blocks*
        that share one x.
     3. Blocks are compacted to the left and to the right, keeping neighbours
-       of a layer ``(w_left + w_right) / 2 + hgap`` apart (bends of edges from
-       the same item may share a lane: they are 0 apart), and the two results
+       of a layer :meth:`_Placement.sep` apart (``hgap``, or half their widths
+       plus ``box_gap`` when wider; bends of edges from the same item may share
+       a lane: they are 0 apart), and the two results
        are averaged (both feasible, so the mean is too); then each block is
        pulled towards the median of what its edges connect to, inside the
        room its neighbours leave (:func:`_pull`).
 
     The order inside every layer is unchanged, so crossings stay as they were.
-    ``widths`` has one entry per vertex (0 for bends).
     """
     n = graph.n
     count = len(graph.layer)
@@ -1147,8 +1319,15 @@ def _straighten(graph: _Layers, slot: Callable[[int], float], widths: Sequence[f
         source[n:] = np.repeat(sources, bend_count)
     same = ~starts_row[1:]
     a, b = order[:-1][same], order[1:][same]
-    width = np.asarray(widths, dtype=float)
-    gap = np.where((source[a] >= 0) & (source[a] == source[b]), 0.0, (width[a] + width[b]) / 2 + hgap)
+    hgap = placement.hgap
+    if placement.width:
+        width = np.zeros(count)
+        width[:n] = placement.width
+        gap = np.maximum(hgap, (width[a] + width[b]) / 2 + placement.pad)
+        gap[(width[a] == 0) & (width[b] == 0)] = hgap
+    else:
+        gap = np.full(len(a), hgap)
+    gap[(source[a] >= 0) & (source[a] == source[b])] = 0.0
     blocks = np.flatnonzero(root == index)
     block_of = np.full(count, -1, dtype=np.int64)
     block_of[blocks] = np.arange(len(blocks))
@@ -1257,7 +1436,7 @@ def _pull(
             break
 
 
-def _stabilize(vis: _Visible, placement: _Placement, previous: Layout, hgap: float) -> None:
+def _stabilize(vis: _Visible, placement: _Placement, previous: Layout) -> None:
     """Keep the previous x of retained items and bends; fit new ones in between (in place).
 
     Per layer, every entity (item or bend) gets a wanted x: its previous x when
@@ -1265,7 +1444,8 @@ def _stabilize(vis: _Visible, placement: _Placement, previous: Layout, hgap: flo
     order. Entities are sorted by wanted x and swept left to right, each at
     ``max(wanted, left neighbour + hgap)``: a layer where nothing was added
     keeps every x exactly; where something was added, only what lies right of
-    it moves, and only as far as needed.
+    it moves, and only as far as needed. With box sizes, neighbours keep
+    :meth:`_Placement.sep` apart instead of ``hgap``.
     """
     rows: dict[int, list[tuple[float, float | None, int, int]]] = {}
     # entity: (igraph x, previous x or None, edge index or -1, item index or bend position)
@@ -1282,7 +1462,7 @@ def _stabilize(vis: _Visible, placement: _Placement, previous: Layout, hgap: flo
             )
     shift = _frame_shift(vis, placement, previous)
     for row in rows.values():
-        for (_, _, j, k), x in zip(row, _fit_row(row, shift, hgap), strict=True):
+        for (_, _, j, k), x in zip(row, _fit_row(row, shift, placement), strict=True):
             if j < 0:
                 placement.x[k] = x
             else:
@@ -1309,8 +1489,12 @@ def _frame_shift(vis: _Visible, placement: _Placement, previous: Layout) -> floa
     return float(np.median(deltas)) if deltas else 0.0
 
 
-def _fit_row(row: list[tuple[float, float | None, int, int]], shift: float, hgap: float) -> list[float]:
+def _fit_row(
+    row: list[tuple[float, float | None, int, int]], shift: float, placement: _Placement
+) -> list[float]:
     """Final x for one layer's entities (same order as ``row``); see :func:`_stabilize`."""
+    hgap = placement.hgap
+    widths = [placement.item_width(k) if j < 0 else 0.0 for _, _, j, k in row]
     by_igraph = sorted(range(len(row)), key=lambda e: row[e][0])
     known = [e for e in by_igraph if row[e][1] is not None]
     if not known:
@@ -1329,9 +1513,11 @@ def _fit_row(row: list[tuple[float, float | None, int, int]], shift: float, hgap
     rank = {e: r for r, e in enumerate(by_igraph)}
     final = [0.0] * len(row)
     last = -math.inf
+    before = 0.0
     for e in sorted(range(len(row)), key=lambda e: (wanted[e], rank[e])):
-        last = max(wanted[e], last + hgap)
+        last = max(wanted[e], last + placement.sep(before, widths[e]))
         final[e] = last
+        before = widths[e]
     return final
 
 
@@ -1344,7 +1530,16 @@ def _between(left: float, right: float, t: int, count: int, hgap: float) -> floa
     return right - hgap * (count + 1 - t)
 
 
-def _assemble(vis: _Visible, placement: _Placement, hgap: float, vgap: float, version: str) -> Layout:
+def _assemble(
+    vis: _Visible,
+    placement: _Placement,
+    hgap: float,
+    vgap: float,
+    version: str,
+    sizes: Sequence[Size] | None = None,
+    box_gap: float = BOX_GAP,
+    node_size: NodeSize = None,
+) -> Layout:
     items = vis.items
     positions = {item: (placement.x[i], -placement.layer[i] * vgap) for i, item in enumerate(items)}
     layers = {item: placement.layer[i] for i, item in enumerate(items)}
@@ -1378,6 +1573,9 @@ def _assemble(vis: _Visible, placement: _Placement, hgap: float, vgap: float, ve
         version=version,
         hgap=hgap,
         vgap=vgap,
+        sizes={} if sizes is None else dict(zip(items, sizes, strict=True)),
+        box_gap=box_gap,
+        node_size=node_size,
     )
 
 
@@ -1390,6 +1588,8 @@ def layered(
     vgap: float = 1.0,
     maxiter: int | None = None,
     straight: bool = True,
+    node_size: NodeSize = None,
+    box_gap: float = BOX_GAP,
 ) -> Layout:
     """Lay a ModelGraph out in layers, top to bottom in data-flow order.
 
@@ -1416,16 +1616,39 @@ def layered(
         room; then they and what lies right of them move right only as far as
         needed). Layers where nothing was added do not move at all.
     hgap, vgap : float
-        Gap between items of a layer; distance between layers.
+        Least distance between the centres of neighbours in a layer (items
+        and edge bends); distance between layers. Layout units: the units of
+        the positions.
     maxiter : int, optional
         igraph's crossing-reduction sweeps (default :data:`MAXITER`); our own
         sweeps then work on the layers where crossings are left.
+    straight : bool
+        Place items so that main paths run straight down (the default; see
+        :func:`_straighten`): an item sits below its main producer, long edges
+        run as straight side lanes and edges from one item share a lane where
+        they run side by side. ``False`` keeps igraph's Brandes-Koepf x, as
+        before this option existed.
+    node_size : None, "auto", mapping or callable
+        Room for each item's box, ``(width, height)`` in layout units, the box
+        centred on the item's position. ``None`` lays items out as points.
+        ``"auto"`` uses :func:`label_size` (sized from the label text). A
+        mapping gives sizes by item id (items it lacks get :func:`label_size`);
+        a callable gets :func:`item_data` of each item (a node's data dict, or
+        for a collapsed scope ``{"kind": "group", "scope", "members", "ops"}``)
+        and returns its size. Neighbours in a layer are then at least
+        ``max(hgap, (w1 + w2) / 2 + box_gap)`` apart centre to centre (an edge
+        bend counts as width 0), and layers ``max(vgap, tallest + box_gap)``
+        apart, so no two boxes overlap and edges pass boxes with ``box_gap``
+        to spare. The sizes are part of the cache key; they are in
+        :attr:`Layout.sizes`. Needs ``straight=True``.
+    box_gap : float
+        Least room between boxes (see ``node_size``).
 
     Returns
     -------
     Layout
         Memoized (16 layouts, least recently used out) by graph fingerprint,
-        collapse and gaps. The memo ignores ``previous``: a graph version seen
+        collapse, gaps, options and sizes. The memo ignores ``previous``: a graph version seen
         before gets the same layout back, which is what stepping back and
         forth between snapshots wants.
 
@@ -1441,19 +1664,38 @@ def layered(
     True
     >>> layered(g, collapse=2) is boxes
     True
+    >>> sized = layered(g, node_size="auto")
+    >>> w, h = sized.sizes["/encoder/layers.0/self_attn/MatMul"]
+    >>> 0.5 < w < 2 and 0.1 < h < 1 and sized.vgap >= h + BOX_GAP
+    True
     """
     mode = _normalize_collapse(collapse)
+    if node_size is not None and not straight:
+        raise ValueError("node_size needs straight=True (igraph's own placement knows no box sizes)")
     version = graph_fingerprint(graph)
-    key = (version, mode, float(hgap), float(vgap), maxiter, straight)
+    vis: _Visible | None = None
+    sizes: list[Size] | None = None
+    if callable(node_size):
+        vis = _visible(graph, mode)
+        sizes = _item_sizes(vis, node_size)
+        size_key: Hashable = ("sizes", tuple(sizes))
+    else:
+        size_key = _size_key(graph, node_size)
+    key = (version, mode, float(hgap), float(vgap), maxiter, straight, size_key, float(box_gap))
     found = _cache_get(key)
     if found is not None:
         return found
     if previous is not None and previous.hgap != hgap:
         previous = None
     with _no_gc():
-        vis = _visible(graph, mode)
-        placement = _place(vis, hgap, maxiter, previous, straight)
-        layout = _assemble(vis, placement, hgap, vgap, version)
+        if vis is None:
+            vis = _visible(graph, mode)
+        if sizes is None and node_size is not None:
+            sizes = _item_sizes(vis, node_size)
+        widths = None if sizes is None else [w for w, _ in sizes]
+        pitch = vgap if not sizes else max(vgap, max(h for _, h in sizes) + box_gap)
+        placement = _place(vis, hgap, maxiter, previous, straight, widths, box_gap)
+        layout = _assemble(vis, placement, hgap, pitch, version, sizes, box_gap, node_size)
     _cache_put(key, layout)
     return layout
 
@@ -1651,7 +1893,7 @@ def expand(layout: Layout, graph: ModelGraph, group: str) -> Layout:
     vis = _visible(graph, mode)
     result = None if layout.back_edges else _expand_in_place(layout, vis, group, version)
     if result is None:
-        result = layered(graph, collapse=mode, previous=layout, hgap=layout.hgap, vgap=layout.vgap)
+        result = _relayout(layout, graph, mode)
     _remember_expansion(result, layout, scope)
     return result
 
@@ -1660,7 +1902,16 @@ def _expand_in_place(layout: Layout, vis: _Visible, group: str, version: str) ->
     hgap, vgap = layout.hgap, layout.vgap
     members = [i for i, item in enumerate(vis.items) if item not in layout.positions]
     inside = set(members)
-    local = _LocalLayout(vis, members, hgap)
+    sizes: dict[str, Size] = {}
+    widths: list[float] | None = None
+    if layout.sizes:
+        new = _item_sizes(vis, layout.node_size, members)
+        if max(h for _, h in new) + layout.box_gap > vgap + 1e-9:
+            return None  # taller boxes: the layers must move apart, lay it all out again
+        sizes = {item: layout.sizes[item] for item in layout.positions if item != group}
+        sizes.update((vis.items[i], size) for i, size in zip(members, new, strict=True))
+        widths = [w for w, _ in new]
+    local = _LocalLayout(vis, members, hgap, widths, layout.box_gap)
     g_layer = layout.layers[group]
     gx = layout.positions[group][0]
     grow = local.height - 1
@@ -1714,7 +1965,7 @@ def _expand_in_place(layout: Layout, vis: _Visible, group: str, version: str) ->
         else:
             points = stretch(layout.edge_points[edge])
         edge_points[edge] = tuple(points)
-    return _patched_layout(vis, positions, layers, edges, edge_points, backs, version, hgap, vgap)
+    return _patched_layout(vis, positions, layers, edges, edge_points, backs, version, layout, sizes)
 
 
 def _member_edge(
@@ -1752,7 +2003,14 @@ class _LocalLayout:
     and one port below per outside successor, so edges to the outside enter and leave
     the band in a sensible order. Member layers are 0..height-1, x is centred on 0."""
 
-    def __init__(self, vis: _Visible, members: list[int], hgap: float) -> None:
+    def __init__(
+        self,
+        vis: _Visible,
+        members: list[int],
+        hgap: float,
+        member_widths: Sequence[float] | None = None,
+        pad: float = 0.0,
+    ) -> None:
         inside = set(members)
         local_index = {m: k for k, m in enumerate(members)}
         tops: dict[int, int] = {}
@@ -1799,17 +2057,24 @@ class _LocalLayout:
         layer = [lay - base for lay in layer]
         oriented = [(b, a) if flip else (a, b) for (a, b), flip in zip(edges, back, strict=True)]
         x, bends = _sugiyama(total, oriented, layer, hgap, MAXITER)
-        refined = _Placement(layer=layer, x=x, bends=bends, oriented=oriented, back=back)
+        widths = [*member_widths, *([0.0] * (total - n))] if member_widths else []
+        refined = _Placement(
+            layer=layer, x=x, bends=bends, oriented=oriented, back=back, width=widths, pad=pad, hgap=hgap
+        )
         laid = _refine(refined, hgap)
         vis_edge = [0] * len(edges)
         for j, k in self.edge_of.items():
             vis_edge[k] = j
-        _straighten(laid, _slot_of(vis, vis_edge), [0.0] * len(laid.layer), hgap)
-        band_xs = [x[k] for k in range(n)]
+        _straighten(laid, _slot_of(vis, vis_edge))
+        half = [w / 2 for w in member_widths] if member_widths else [0.0] * n
+        lefts = [x[k] - half[k] for k in range(n)]
+        rights = [x[k] + half[k] for k in range(n)]
         for k, (a, _) in enumerate(oriented):
-            band_xs.extend(bx for t, bx in enumerate(bends[k]) if 1 <= layer[a] + 1 + t <= high - base)
-        self.centre = (min(band_xs) + max(band_xs)) / 2
-        self.width = max(band_xs) - min(band_xs) + hgap
+            inner = [bx for t, bx in enumerate(bends[k]) if 1 <= layer[a] + 1 + t <= high - base]
+            lefts.extend(inner)
+            rights.extend(inner)
+        self.centre = (min(lefts) + max(rights)) / 2
+        self.width = max(rights) - min(lefts) + hgap
         self.height = high - low + 1
         self._x, self._layer, self._bends, self._oriented, self._back = x, layer, bends, oriented, back
         self._local_index = local_index
@@ -1831,6 +2096,19 @@ class _LocalLayout:
         return [p for p in points if 0 <= p[1] < height]
 
 
+def _relayout(layout: Layout, graph: ModelGraph, mode: frozenset[Scope]) -> Layout:
+    """A full :func:`layered` of another view, with ``layout``'s gaps and sizes and ``previous=layout``."""
+    return layered(
+        graph,
+        collapse=mode,
+        previous=layout,
+        hgap=layout.hgap,
+        vgap=layout.vgap,
+        node_size=layout.node_size,
+        box_gap=layout.box_gap,
+    )
+
+
 def _consistent(layout: Layout) -> bool:
     """Every edge goes down (or up, for back edges) one layer per point; no two items share a spot."""
     for u, v in layout.edges:
@@ -1841,7 +2119,24 @@ def _consistent(layout: Layout) -> bool:
         if len(layout.edge_points[(u, v)]) != abs(lv - lu) + 1:
             return False
     spots = {(layout.layers[i], round(p[0], 9)) for i, p in layout.positions.items()}
-    return len(spots) == len(layout.positions)
+    if len(spots) != len(layout.positions):
+        return False
+    return not layout.sizes or not _overlapping(layout)
+
+
+def _overlapping(layout: Layout) -> list[tuple[str, str]]:
+    """Pairs of neighbours in a layer whose boxes overlap, or boxes taller than the layer distance allows."""
+    rows: dict[int, list[tuple[float, str]]] = {}
+    for item, (x, _) in layout.positions.items():
+        rows.setdefault(layout.layers[item], []).append((x, item))
+    sizes = layout.sizes
+    found = [(i, i) for i, (_, h) in sizes.items() if h > layout.vgap + 1e-9]
+    for row in rows.values():
+        row.sort()
+        for (xa, a), (xb, b) in pairwise(row):
+            if xb - xa < (sizes[a][0] + sizes[b][0]) / 2 - 1e-9:
+                found.append((a, b))
+    return found
 
 
 def collapse_group(layout: Layout, graph: ModelGraph, scope: Sequence[str]) -> Layout:
@@ -1892,7 +2187,7 @@ def collapse_group(layout: Layout, graph: ModelGraph, scope: Sequence[str]) -> L
         raise ValueError(f"no node of the graph lies in scope {'/'.join(scope)!r}")
     result = None if layout.back_edges else _collapse_in_place(layout, vis, gid, version)
     if result is None:
-        result = layered(graph, collapse=mode, previous=layout, hgap=layout.hgap, vgap=layout.vgap)
+        result = _relayout(layout, graph, mode)
     return result
 
 
@@ -1915,8 +2210,21 @@ def _collapse_in_place(layout: Layout, vis: _Visible, gid: str, version: str) ->
     xs = [layout.positions[m][0] for m in members]
     centre = (min(xs) + max(xs)) / 2
     gone = set(members)
-    taken = [p[0] for i, p in layout.positions.items() if i not in gone and layout.layers[i] == box_layer]
-    box_x = centre if all(abs(x - centre) >= hgap for x in taken) else fits[0][1]
+    sizes: dict[str, Size] = {}
+    box_w = 0.0
+    if layout.sizes:
+        box_w, box_h = _item_sizes(vis, layout.node_size, [box])[0]
+        if box_h + layout.box_gap > vgap + 1e-9:
+            return None
+        sizes = {i: size for i, size in layout.sizes.items() if i not in gone}
+        sizes[gid] = (box_w, box_h)
+    taken = [
+        (p[0], sizes.get(i, (0.0, 0.0))[0])
+        for i, p in layout.positions.items()
+        if i not in gone and layout.layers[i] == box_layer
+    ]
+    room = _Placement([], [], [], [], [], pad=layout.box_gap, hgap=hgap)
+    box_x = centre if all(abs(x - centre) >= room.sep(w, box_w) for x, w in taken) else fits[0][1]
     used = {layout.layers[i] for i in layout.positions if i not in gone} | {box_layer}
     close = _closer(set(layout.layers.values()) - used)
     positions = {
@@ -1935,7 +2243,7 @@ def _collapse_in_place(layout: Layout, vis: _Visible, gid: str, version: str) ->
         if old is None:
             return None
         edge_points[edge] = _reroute(old, edge, gid, box_layer, box_x, layers, positions, close, vgap)
-    return _patched_layout(vis, positions, layers, edges, edge_points, (), version, hgap, vgap)
+    return _patched_layout(vis, positions, layers, edges, edge_points, (), version, layout, sizes)
 
 
 def _patched_layout(
@@ -1946,8 +2254,8 @@ def _patched_layout(
     edge_points: dict[Edge, tuple[Point, ...]],
     back_edges: Iterable[Edge],
     version: str,
-    hgap: float,
-    vgap: float,
+    old: Layout,
+    sizes: dict[str, Size],
 ) -> Layout | None:
     """The Layout an incremental :func:`expand` / :func:`collapse_group` made, or None if inconsistent."""
     result = Layout(
@@ -1962,8 +2270,11 @@ def _patched_layout(
         collapsed=vis.collapsed,
         back_edges=frozenset(back_edges),
         version=version,
-        hgap=hgap,
-        vgap=vgap,
+        hgap=old.hgap,
+        vgap=old.vgap,
+        sizes={item: sizes[item] for item in vis.items} if sizes else {},
+        box_gap=old.box_gap,
+        node_size=old.node_size,
     )
     return result if _consistent(result) else None
 
