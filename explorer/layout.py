@@ -2125,7 +2125,9 @@ def _consistent(layout: Layout) -> bool:
 
 
 def _overlapping(layout: Layout) -> list[tuple[str, str]]:
-    """Pairs of neighbours in a layer whose boxes overlap, or boxes taller than the layer distance allows."""
+    """What breaks the room boxes need: boxes of a layer that overlap (``(a, b)``), boxes taller
+    than the layer distance (``(a, a)``), edge bends inside a box or its ``box_gap`` (``(box, "u->v")``).
+    """
     rows: dict[int, list[tuple[float, str]]] = {}
     for item, (x, _) in layout.positions.items():
         rows.setdefault(layout.layers[item], []).append((x, item))
@@ -2136,6 +2138,18 @@ def _overlapping(layout: Layout) -> list[tuple[str, str]]:
         for (xa, a), (xb, b) in pairwise(row):
             if xb - xa < (sizes[a][0] + sizes[b][0]) / 2 - 1e-9:
                 found.append((a, b))
+    xs = {lay: [x for x, _ in row] for lay, row in rows.items()}
+    room = layout.box_gap - 1e-9
+    for (u, v), points in layout.edge_points.items():
+        for x, y in points[1:-1]:
+            lay = _layer_of_y(y, layout.vgap)
+            row = rows.get(lay)
+            if not row:
+                continue
+            k = bisect_left(xs[lay], x)
+            for bx, item in row[max(k - 1, 0) : k + 1]:
+                if abs(x - bx) < sizes[item][0] / 2 + room:
+                    found.append((item, f"{u}->{v}"))
     return found
 
 
