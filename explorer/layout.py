@@ -643,9 +643,20 @@ def _item_sizes(vis: _Visible, node_size: NodeSize, indices: Iterable[int] | Non
     elif node_size != "auto":
         raise TypeError(f"node_size must be None, 'auto', a mapping or a callable, not {node_size!r}")
     sizes: list[Size] = []
+    nodes = vis.graph.nodes
+    memo: dict[Hashable, Size] = {}  # label_size of ops by (op type, weight shapes): many ops look alike
     for i in range(len(vis.items)) if indices is None else indices:
         item = vis.items[i]
         value = given.get(item)
+        if value is None and rule is label_size and item not in vis.groups:
+            data = nodes[item]
+            if data.get("kind", "op") == "op":
+                key = (data.get("op_type"), *(w.shape for w in data.get("weights") or ()))
+                found = memo.get(key)
+                if found is None:
+                    found = memo[key] = label_size(data)
+                sizes.append(found)
+                continue
         if value is None:
             value = rule(_item_data(vis, i))
         try:
