@@ -1,6 +1,6 @@
 """Layered (Sugiyama) layout of a ModelGraph, with collapsible name-scope groups.
 
-The layout runs top to bottom in data-flow order, in four steps:
+The layout runs top to bottom in data-flow order, in five steps:
 
 1. *Layers*, computed here in linear time: longest path from the inputs, then
    every item pulled down to just above its first (highest) consumer, so
@@ -16,13 +16,26 @@ The layout runs top to bottom in data-flow order, in four steps:
    spot are pushed apart, and around the layers where edges still cross, our
    own Graphviz-style sweeps (median ordering plus neighbour swaps, keeping
    the best) remove crossings igraph's plain barycenter sweeps leave.
-4. *Stability* (with ``previous=``): items and bends present in the previous
+4. *Straight main paths* (``straight=True``, the default): keeping every
+   layer's order (so the crossings stay as they are), x is chosen again so
+   that each op sits directly below its main producer (a SiLU block
+   ``Conv -> Sigmoid -> Mul`` is one column, a ResNet block's and a
+   transformer layer's main path one straight line), long edges run down as
+   straight side lanes beside what they skip, and edges from one item share
+   a lane while they run side by side (:func:`_straighten`).
+5. *Stability* (with ``previous=``): items and bends present in the previous
    version keep their layer and x where possible.
 
 Coordinates: ``x`` grows to the right; ``y = -layer * vgap``, so the first
 layer is at ``y = 0`` and data flows towards negative ``y``. A plotly figure
 can use the positions as they are (no reversed axis) and the graph reads top
-to bottom.
+to bottom. These are *layout units*: by default neighbours in a layer are at
+least ``hgap = 1`` apart and layers ``vgap = 1``. With ``node_size=`` every
+item gets a box (``width, height`` in the same units, centred on its
+position, in :attr:`Layout.sizes`) and the spacing grows so that boxes never
+overlap and edges pass them with ``box_gap`` to spare; :func:`label_size` is
+the default size rule, which fits 11 px text at :data:`PX_PER_UNIT` pixels
+per unit.
 
 Name scopes (``('encoder', 'layers.0', 'self_attn')``) can be collapsed into
 one box each: a visible *item* is either a node id or a group id
@@ -1343,9 +1356,12 @@ def _straighten(graph: _Layers, slot: Callable[[int], float]) -> None:
     block_of = np.full(count, -1, dtype=np.int64)
     block_of[blocks] = np.arange(len(blocks))
     vb = block_of[root]
-    keys, inverse = np.unique(vb[a] * len(blocks) + vb[b], return_inverse=True)
-    gaps = np.full(len(keys), -math.inf)
-    np.maximum.at(gaps, inverse.ravel(), gap)
+    pair = vb[a] * len(blocks) + vb[b]  # one constraint per pair of blocks: the largest gap
+    by_pair = np.lexsort((gap, pair))
+    pair, gap = pair[by_pair], gap[by_pair]
+    last = np.ones(len(pair), dtype=bool)
+    last[:-1] = pair[1:] != pair[:-1]
+    keys, gaps = pair[last], gap[last]
     x = _compact(len(blocks), keys // len(blocks), keys % len(blocks), gaps)
     _pull(vb, top, bottom, keys // len(blocks), keys % len(blocks), gaps, x)
     xs = np.asarray(x)[vb]
@@ -1429,17 +1445,23 @@ def _pull(
     for a, b, g in zip(lefts.tolist(), rights.tolist(), gaps.tolist(), strict=True):
         below.setdefault(b, []).append((a, g))
         above.setdefault(a, []).append((b, g))
-    size = np.bincount(block, minlength=len(x))
-    movers = sorted(near, key=size.__getitem__)
+    size = np.bincount(block, minlength=len(x)).tolist()
+    movers = [(r, near[r], below.get(r, ()), above.get(r, ())) for r in sorted(near, key=size.__getitem__)]
     for _ in range(passes):
         moved = False
-        for r in movers:
-            xs = sorted(x[o] for o in near[r])
+        for r, others, lefts_r, rights_r in movers:
+            xs = [x[o] for o in others]
+            xs.sort()
             mid = len(xs) // 2
             target = xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
-            lo = max((x[a] + g for a, g in below.get(r, ())), default=-math.inf)
-            hi = min((x[b] - g for b, g in above.get(r, ())), default=math.inf)
-            new = min(max(target, lo), hi)
+            lo, hi = -math.inf, math.inf
+            for a, g in lefts_r:
+                if x[a] + g > lo:
+                    lo = x[a] + g
+            for b, g in rights_r:
+                if x[b] - g < hi:
+                    hi = x[b] - g
+            new = hi if target > hi else lo if target < lo else target
             if lo <= hi and abs(new - x[r]) > 1e-9:
                 x[r] = new
                 moved = True
