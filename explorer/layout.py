@@ -123,8 +123,9 @@ NodeSize = str | Mapping[str, Sequence[float]] | Callable[[Mapping[str, Any]], S
 BOX_GAP = 0.25
 """Least room (layout units) between two boxes of a layer, or a box and an edge beside it."""
 
-PX_PER_UNIT = 96.0
-"""Pixels per layout unit at which :func:`label_size` boxes fit their text (11 px header, 9 px body)."""
+PX_PER_UNIT = 80.0
+"""Pixels per layout unit at which :func:`label_size` boxes fit their text (11 px header, 9 px body);
+the reading zoom of ``explorer.node_boxes`` (on the drawing branch) uses the same value."""
 
 
 def group_id(scope: Sequence[str]) -> str:
@@ -603,9 +604,9 @@ def label_size(data: Mapping[str, Any]) -> Size:
     >>> g = load("zoo:resnet18")
     >>> w, h = label_size(g.nx.nodes["/conv1/Conv"])
     >>> round(w, 3), round(h, 3)
-    (0.729, 0.375)
+    (0.875, 0.45)
     >>> label_size({"kind": "op", "op_type": "Relu"})
-    (0.5833333333333334, 0.1875)
+    (0.7, 0.225)
     """
     kind = data.get("kind", "op")
     body: list[str] = []
