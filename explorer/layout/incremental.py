@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from .build import layered
 from .cache import _expanded_from, _remember_expansion, graph_fingerprint
 from .layering import _layering, _rank_of
-from .ordering import MAXITER, _Placement, _refine, _sugiyama
+from .ordering import MAXITER, _Placement, _refine, _separation, _sugiyama
 from .sizes import _item_sizes
 from .straighten import _slot_of, _straighten
 from .value import Edge, Layout, Point, Scope, Size, group_id
@@ -435,8 +435,8 @@ def _collapse_in_place(layout: Layout, vis: _Visible, gid: str, version: str) ->
         for i, p in layout.positions.items()
         if i not in gone and layout.layers[i] == box_layer
     ]
-    room = _Placement([], [], [], [], [], pad=layout.box_gap, hgap=hgap)
-    box_x = centre if all(abs(x - centre) >= room.sep(w, box_w) for x, w in taken) else fits[0][1]
+    free = all(abs(x - centre) >= _separation(w, box_w, hgap, layout.box_gap) for x, w in taken)
+    box_x = centre if free else fits[0][1]
     used = {layout.layers[i] for i in layout.positions if i not in gone} | {box_layer}
     close = _closer(set(layout.layers.values()) - used)
     positions = {

@@ -36,10 +36,18 @@ class _Placement:
 
     def sep(self, a: float, b: float) -> float:
         """Least distance between the centres of neighbours of widths ``a`` and ``b`` (bends: 0)."""
-        return max(self.hgap, (a + b) / 2 + self.pad) if a or b else self.hgap
+        return _separation(a, b, self.hgap, self.pad)
 
     def item_width(self, i: int) -> float:
         return self.width[i] if self.width else 0.0
+
+
+def _separation(a: float, b: float, hgap: float, pad: float) -> float:
+    """Least distance between the centres of layer neighbours of widths ``a`` and ``b``.
+
+    ``hgap`` for points (edge bends, or items laid out without sizes); boxes keep ``pad`` between them.
+    """
+    return max(hgap, (a + b) / 2 + pad) if a or b else hgap
 
 
 def _sugiyama(

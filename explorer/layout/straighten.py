@@ -170,7 +170,7 @@ def _straighten(graph: _Layers, slot: Callable[[int], float]) -> None:
     if placement.width:
         width = np.zeros(count)
         width[:n] = placement.width
-        gap = np.maximum(hgap, (width[a] + width[b]) / 2 + placement.pad)
+        gap = np.maximum(hgap, (width[a] + width[b]) / 2 + placement.pad)  # _separation, vectorized
         gap[(width[a] == 0) & (width[b] == 0)] = hgap
     else:
         gap = np.full(len(a), hgap)
