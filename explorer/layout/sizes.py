@@ -129,17 +129,22 @@ def _item_sizes(vis: _Visible, node_size: NodeSize, indices: Iterable[int] | Non
                 continue
         if value is None:
             value = rule(_item_data(vis, i))
-        try:
-            w, h = (float(v) for v in value)
-        except (TypeError, ValueError):
-            raise TypeError(f"node_size gave {value!r} for {item!r}; expected (width, height)") from None
-        if not (math.isfinite(w) and math.isfinite(h) and w >= 0 and h >= 0):
-            raise ValueError(f"node_size gave {value!r} for {item!r}; sizes must be finite and >= 0")
-        sizes.append((w, h))
+        sizes.append(_pair(item, value))
     return sizes
 
 
 _LABELS: weakref.WeakKeyDictionary[Any, tuple[int, str]] = weakref.WeakKeyDictionary()
+
+
+def _pair(item: str, value: Any) -> Size:
+    """``value`` as a ``(width, height)`` of finite numbers >= 0, or an error naming ``item``."""
+    try:
+        w, h = (float(v) for v in value)
+    except (TypeError, ValueError):
+        raise TypeError(f"node_size gave {value!r} for {item!r}; expected (width, height)") from None
+    if not (math.isfinite(w) and math.isfinite(h) and w >= 0 and h >= 0):
+        raise ValueError(f"node_size gave {value!r} for {item!r}; sizes must be finite and >= 0")
+    return w, h
 
 
 def _size_key(graph: ModelGraph, node_size: NodeSize) -> Hashable:
@@ -147,7 +152,7 @@ def _size_key(graph: ModelGraph, node_size: NodeSize) -> Hashable:
     if node_size is None:
         return None
     if isinstance(node_size, Mapping):
-        return ("given", tuple((k, tuple(float(x) for x in v)) for k, v in node_size.items()), _labels(graph))
+        return ("given", tuple((k, _pair(k, v)) for k, v in node_size.items()), _labels(graph))
     if node_size == "auto":
         return ("auto", _labels(graph))
     raise TypeError(f"node_size must be None, 'auto', a mapping or a callable, not {node_size!r}")

@@ -604,6 +604,8 @@ def test_node_sizes_are_part_of_the_cache_key_and_bad_sizes_are_refused(transfor
         lay.layered(transformer, node_size={"input:input_ids": (-1.0, 0.2)})
     with pytest.raises(TypeError, match="width, height"):
         lay.layered(transformer, node_size=lambda data: 1.0)
+    with pytest.raises(TypeError, match="input:input_ids"):
+        lay.layered(transformer, node_size={"input:input_ids": 1.0})
     with pytest.raises(TypeError, match="node_size"):
         lay.layered(transformer, node_size="big")
     with pytest.raises(ValueError, match="straight"):
