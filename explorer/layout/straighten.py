@@ -242,7 +242,7 @@ def _pull(
     rights: np.ndarray,
     gaps: np.ndarray,
     x: list[float],
-    passes: int = 3,
+    passes: int = 2,
 ) -> None:
     """Move each block towards the median x of the blocks its edges connect it to, within its room.
 
