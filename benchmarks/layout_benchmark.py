@@ -6,6 +6,9 @@ this saves the model to a file and measures, in one run:
 - ``load``: ``explorer.load(path)`` (parsing, shape inference, graph building);
 - ``layout``: ``explorer.layout.layered`` (cache cleared first), uncollapsed and, for
   graphs above ``--max-items`` nodes, at the depth :func:`explorer.layout.auto_collapse` picks;
+- ``igraph x``: the same with ``straight=False`` (igraph's own x placement, the layout
+  before straight main paths), and ``ratio`` = layout / igraph x, measured interleaved;
+- ``boxes``: the same with ``node_size="auto"`` (room for boxes sized from their labels);
 - ``figure``: ``explorer.figures.graph_figure(graph, layout)`` when that function exists;
 - ``dot``: ``networkx.nx_agraph.graphviz_layout(G, prog="dot")`` on the same uncollapsed
   graph, run in a child process and abandoned after ``--dot-timeout`` seconds
@@ -69,6 +72,8 @@ class Row:
     layout: float
     figure: float | None
     crossings: int
+    old_layout: float | None = None
+    boxes: float | None = None
     dot: float | None = None
     dot_crossings: int | None = None
     note: str = ""
@@ -232,6 +237,19 @@ def dot_as_layout(graph: nx.MultiDiGraph, result: DotResult, index: dict[str, in
 # --------------------------------------------------------------------------- ours
 
 
+def _interleaved(fns: list[Callable[[], Any]], repeat: int) -> list[tuple[float, Any]]:
+    """Median time of each function, the runs interleaved so machine load hits all alike."""
+    times: list[list[float]] = [[] for _ in fns]
+    values: list[Any] = [None] * len(fns)
+    for _ in range(repeat):
+        for k, fn in enumerate(fns):
+            lay.clear_cache()
+            start = time.perf_counter()
+            values[k] = fn()
+            times[k].append(time.perf_counter() - start)
+    return [(statistics.median(t), v) for t, v in zip(times, values, strict=True)]
+
+
 def _timed(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
     times = []
     value = None
@@ -259,10 +277,18 @@ def measure(layers: int, args: argparse.Namespace, workdir: Path) -> list[Row]:
     onnx.save(model, path)
     load_s, graph = _timed(lambda: explorer.load(path), 1)
     name = f"transformer L={layers}"
-    layout_s, full = _timed(lambda: lay.layered(graph), args.repeat)
+    (layout_s, full), (old_s, _), (boxes_s, _) = _interleaved(
+        [
+            lambda: lay.layered(graph),
+            lambda: lay.layered(graph, straight=False),
+            lambda: lay.layered(graph, node_size="auto"),
+        ],
+        args.repeat,
+    )
     figure = _figure_fn()
     figure_s = _timed(lambda: figure(graph, full), 1)[0] if figure else None
     row = Row(name, onnx_nodes, len(full.positions), load_s, layout_s, figure_s, lay.count_crossings(full))
+    row.old_layout, row.boxes = old_s, boxes_s
     if args.dot and graph.nx.number_of_nodes() <= args.dot_max_nodes:
         result, index, note = dot_layout(graph.nx, args.dot_timeout)
         row.note = note
@@ -274,7 +300,14 @@ def measure(layers: int, args: argparse.Namespace, workdir: Path) -> list[Row]:
     rows = [row]
     depth = lay.auto_collapse(graph, max_items=args.max_items)
     if depth is not None:
-        collapsed_s, boxes = _timed(lambda: lay.layered(graph, collapse=depth), args.repeat)
+        (collapsed_s, boxes), (old_c, _), (sized_c, _) = _interleaved(
+            [
+                lambda: lay.layered(graph, collapse=depth),
+                lambda: lay.layered(graph, collapse=depth, straight=False),
+                lambda: lay.layered(graph, collapse=depth, node_size="auto"),
+            ],
+            args.repeat,
+        )
         figure_c = _timed(lambda: figure(graph, boxes), 1)[0] if figure else None
         rows.append(
             Row(
@@ -285,6 +318,8 @@ def measure(layers: int, args: argparse.Namespace, workdir: Path) -> list[Row]:
                 collapsed_s,
                 figure_c,
                 lay.count_crossings(boxes),
+                old_layout=old_c,
+                boxes=sized_c,
                 note="auto_collapse",
             )
         )
@@ -298,16 +333,18 @@ def _fmt(value: float | None, unit: str = "s") -> str:
 def print_table(rows: list[Row]) -> None:
     """Print the results as a Markdown table."""
     head = (
-        "| model | ONNX nodes | items | load | layout | figure | file->figure | crossings "
-        "| dot | dot/layout | dot crossings | note |"
+        "| model | ONNX nodes | items | load | layout | igraph x | ratio | boxes | figure | file->figure "
+        "| crossings | dot | dot/layout | dot crossings | note |"
     )
     print(head)
     print("|" + "---|" * (head.count("|") - 1))
     for r in rows:
         total = r.load + r.layout + (r.figure or 0.0)
         ratio = f"{r.dot / r.layout:.0f}x" if r.dot else "-"
+        slower = f"{r.layout / r.old_layout:.2f}x" if r.old_layout else "-"
         print(
             f"| {r.model} | {r.onnx_nodes} | {r.items} | {_fmt(r.load)} | {_fmt(r.layout)} "
+            f"| {_fmt(r.old_layout)} | {slower} | {_fmt(r.boxes)} "
             f"| {_fmt(r.figure)} | {_fmt(total)} | {r.crossings} | {_fmt(r.dot)} | {ratio} "
             f"| {'-' if r.dot_crossings is None else r.dot_crossings} | {r.note} |"
         )

@@ -7,6 +7,7 @@ import json
 import random
 
 import networkx as nx
+import numpy as np
 import onnx
 import pytest
 
@@ -396,3 +397,237 @@ def test_layout_turns_into_a_frame_a_dict_and_a_box(transformer: ModelGraph) -> 
     assert ymax == 0.0 and ymin == -max(layout.layers.values())
     assert all(xmin <= x <= xmax for x, _ in layout.positions.values())
     assert layout.key == (layout.version, tuple(sorted(layout.collapsed)))
+
+
+# --------------------------------------------------------------------------- straight paths, lanes, boxes
+
+# crossings of `layered(graph)` in docs/performance.md (before straight placement): (weights folded, as nodes)
+CROSSINGS_TABLE = {
+    "mlp": (0, 0),
+    "resnet18": (0, 0),
+    "mobilenetv2": (0, 236),
+    "transformer": (0, 2),
+    "detection_head": (7, 30),
+    "control_flow": (0, 0),
+    "custom_domain": (0, 0),
+    "qdq_cnn": (0, 0),
+}
+BOX_MODELS = ["resnet18", "transformer", "detection_head", "mobilenetv2"]
+
+
+def _silu_cnn(stages: int = 2) -> onnx.ModelProto:
+    """A small YOLO-style CNN: Conv -> Sigmoid -> Mul (SiLU) blocks, C2f-like concat skips, one FPN skip."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes: list[onnx.NodeProto] = []
+    weights: list[onnx.TensorProto] = []
+
+    def silu_conv(x: str, name: str, cin: int, cout: int) -> str:
+        w = numpy_helper.from_array(np.zeros((cout, cin, 3, 3), np.float32), f"{name}.w")
+        weights.append(w)
+        c, sig, y = f"{name}.c", f"{name}.s", f"{name}.y"
+        nodes.append(helper.make_node("Conv", [x, w.name], [c], name=f"/{name}/conv/Conv", pads=[1] * 4))
+        nodes.append(helper.make_node("Sigmoid", [c], [sig], name=f"/{name}/act/Sigmoid"))
+        nodes.append(helper.make_node("Mul", [c, sig], [y], name=f"/{name}/act/Mul"))
+        return f"{name}.y"
+
+    x = silu_conv("images", "stem", 3, 8)
+    first = None
+    for s in range(stages):
+        x = silu_conv(x, f"s{s}.down", 8, 8)
+        b = silu_conv(silu_conv(x, f"s{s}.m0", 8, 8), f"s{s}.m1", 8, 8)
+        nodes.append(helper.make_node("Concat", [x, b], [f"s{s}.cat"], name=f"/s{s}/Concat", axis=1))
+        x = silu_conv(f"s{s}.cat", f"s{s}.out", 16, 8)
+        first = first or x
+    nodes.append(helper.make_node("Concat", [first, x], ["fpn"], name="/fpn/Concat", axis=1))
+    y = silu_conv("fpn", "head", 16, 4)
+    graph = helper.make_graph(
+        nodes,
+        "silu_cnn",
+        [helper.make_tensor_value_info("images", TensorProto.FLOAT, [1, 3, 32, 32])],
+        [helper.make_tensor_value_info(y, TensorProto.FLOAT, [1, 4, 32, 32])],
+        weights,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _check_boxes(layout: lay.Layout) -> None:
+    """Boxes of a layer keep box_gap apart, so do bends and boxes; layers have room for the tallest box."""
+    assert layout.sizes and set(layout.sizes) == set(layout.positions)
+    assert layout.vgap >= max(h for _, h in layout.sizes.values()) + layout.box_gap - 1e-9
+    rows: dict[int, list[tuple[float, float, str]]] = {}
+    for item, (x, _) in layout.positions.items():
+        rows.setdefault(layout.layers[item], []).append((x, layout.sizes[item][0], item))
+    for row in rows.values():
+        row.sort()
+        for (xa, wa, a), (xb, wb, b) in itertools.pairwise(row):
+            assert xb - xa >= (wa + wb) / 2 + layout.box_gap - 1e-9, (a, b)
+    for edge, points in layout.edge_points.items():
+        for x, y in points[1:-1]:
+            for bx, w, item in rows.get(round(-y / layout.vgap), ()):
+                assert abs(x - bx) >= w / 2 + layout.box_gap - 1e-9, (edge, item)
+
+
+def _boxes_crossed(layout: lay.Layout, edge: tuple[str, str]) -> list[str]:
+    """Items (other than its ends) whose box the edge's polyline passes through, sampled finely."""
+    items = [i for i in layout.positions if i not in edge]
+    centres = np.array([layout.positions[i] for i in items])
+    half = np.array([layout.sizes[i] for i in items]) / 2
+    points = np.array(layout.edge_points[edge])
+    t = np.linspace(0.0, 1.0, 41)[:, None]
+    samples = np.concatenate([a + t * (b - a) for a, b in itertools.pairwise(points)])
+    inside = (np.abs(samples[:, None, :] - centres[None, :, :]) < half[None, :, :] - 1e-9).all(axis=2)
+    return [items[k] for k in np.flatnonzero(inside.any(axis=0))]
+
+
+def test_a_silu_block_is_one_straight_column_with_the_skip_edge_beside_it() -> None:
+    graph = load(_silu_cnn())
+    for node_size in (None, "auto"):
+        layout = lay.layered(graph, node_size=node_size)
+        for block in ("stem", "s0.down", "s0.m1", "s1.out", "head"):
+            conv, sigmoid, mul = (f"/{block}/conv/Conv", f"/{block}/act/Sigmoid", f"/{block}/act/Mul")
+            x = layout.positions[conv][0]
+            assert layout.positions[sigmoid][0] == x and layout.positions[mul][0] == x, block
+            skip = layout.edge_points[(conv, mul)]
+            assert len(skip) == 3  # one bend, on the Sigmoid's layer
+            assert abs(skip[1][0] - x) >= layout.hgap - 1e-9  # beside the column, not on it
+        _check_drawing(layout)
+    # the whole backbone is one column: every SiLU block and concat sits on the stem's x
+    column = layout.positions["/stem/conv/Conv"][0]
+    assert all(layout.positions[n][0] == column for n in graph.nx if n.endswith(("/Conv", "/Mul", "/Concat")))
+
+
+def test_long_skip_edges_run_as_side_lanes_and_pass_no_box() -> None:
+    graph = load(_silu_cnn())
+    layout = lay.layered(graph, node_size="auto")
+    long_edges = [e for e, points in layout.edge_points.items() if len(points) > 3]
+    assert long_edges  # the C2f concat skips and the FPN skip
+    column = layout.positions["/stem/conv/Conv"][0]
+    for edge in long_edges:
+        bends = [x for x, _ in layout.edge_points[edge][1:-1]]
+        assert len(set(bends)) == 1 and bends[0] != column  # one straight lane beside the column
+        assert _boxes_crossed(layout, edge) == []
+    for name in ("resnet18", "transformer"):
+        zoo_layout = lay.layered(load(f"zoo:{name}"), node_size="auto")
+        for edge, points in zoo_layout.edge_points.items():
+            if len(points) > 2:
+                assert _boxes_crossed(zoo_layout, edge) == [], (name, edge)
+
+
+def test_the_main_path_of_a_resnet_block_is_straight() -> None:
+    layout = lay.layered(load("zoo:resnet18"), node_size="auto")
+    for block in ("layer1/layer1.0", "layer2/layer2.0", "layer4/layer4.1"):
+        path = ["conv1/Conv", "bn1/BatchNormalization", "relu/Relu", "conv2/Conv", "bn2/BatchNormalization"]
+        path = [f"/{block}/{p}" for p in path] + [f"/{block}/Add", f"/{block}/relu/Relu_1"]
+        assert len({layout.positions[n][0] for n in path}) == 1, block
+    downsample = "/layer2/layer2.0/downsample/downsample.0/Conv"
+    assert layout.positions[downsample][0] != layout.positions["/layer2/layer2.0/conv1/Conv"][0]
+
+
+def test_a_transformer_layer_runs_down_one_column_with_residuals_beside_it(transformer: ModelGraph) -> None:
+    layout = lay.layered(transformer)
+    layer = "/encoder/layers.0"
+    path = ["norm1/LayerNormalization", "self_attn/q_proj/Add", "self_attn/out_proj/Add", "Add"]
+    path += ["norm2/LayerNormalization", "activation/Gelu", "linear2/Add", "Add_1"]
+    assert len({layout.positions[f"{layer}/{p}"][0] for p in path}) == 1
+    column = layout.positions[f"{layer}/Add"][0]
+    residuals = [e for e in layout.edges if e[1] in (f"{layer}/Add", f"{layer}/Add_1") and e[0] not in path]
+    residuals = [e for e in residuals if len(layout.edge_points[e]) > 2]
+    assert len(residuals) == 2
+    assert all(x != column for e in residuals for x, _ in layout.edge_points[e][1:-1])
+
+
+def test_edges_from_one_item_share_a_lane_where_they_run_side_by_side() -> None:
+    g = nx.MultiDiGraph()
+    g.add_node("input:x", kind="input", op_type="Input", scope=())
+    chain = [f"r{i}" for i in range(8)]
+    for i, node in enumerate(chain):
+        g.add_node(node, kind="op", op_type="Relu", scope=())
+        g.add_edge(chain[i - 1] if i else "input:x", node, key=f"t{i}")
+    for far in ("r4", "r7"):  # two skip edges from r0, to consumers at different depths
+        g.add_edge("r0", far, key=f"skip_{far}", slots=(1,))
+    layout = lay.layered(ModelGraph(g, proto=onnx.GraphProto(name="skips")))
+    short, long = layout.edge_points[("r0", "r4")], layout.edge_points[("r0", "r7")]
+    assert [x for x, _ in short[1:-1]] == [x for x, _ in long[1 : len(short) - 1]]  # one lane while together
+    assert len({x for x, _ in long[1:-1]}) == 1
+    assert len({layout.positions[n][0] for n in chain}) == 1
+    _check_drawing(layout)
+
+
+@pytest.mark.parametrize("name", BOX_MODELS)
+def test_boxes_of_given_sizes_never_overlap_on_zoo_models(name: str) -> None:
+    graph = load(f"zoo:{name}")
+
+    def size(data: dict) -> tuple[float, float]:
+        text = data.get("op_type") or data.get("name") or "?"
+        return 0.3 + 0.09 * len(str(text)), 0.25 + 0.1 * len(data.get("weights") or ())
+
+    for view in (graph, graph.with_constant_nodes()):
+        for node_size in ("auto", size):
+            layout = lay.layered(view, node_size=node_size)
+            _check_boxes(layout)
+            _check_drawing(layout)
+    collapsed = lay.layered(graph, collapse=1, node_size="auto")
+    _check_boxes(collapsed)
+    one_line = lay.label_size({"kind": "op", "op_type": "Relu"})
+    assert all(collapsed.sizes[g][1] > one_line[1] for g in collapsed.groups)  # name line plus op mix
+
+
+@pytest.mark.parametrize("name", sorted(CROSSINGS_TABLE))
+def test_crossings_on_zoo_models_are_no_worse_than_the_table(name: str) -> None:
+    graph = load(f"zoo:{name}")
+    for view, most in zip((graph, graph.with_constant_nodes()), CROSSINGS_TABLE[name], strict=True):
+        straight = lay.layered(view)
+        assert lay.count_crossings(straight) <= most
+        assert lay.count_crossings(straight) == lay.count_crossings(lay.layered(view, straight=False))
+        assert lay.count_crossings(lay.layered(view, node_size="auto")) <= most
+
+
+def test_node_sizes_are_part_of_the_cache_key_and_bad_sizes_are_refused(transformer: ModelGraph) -> None:
+    lay.clear_cache()
+    small = dict.fromkeys(transformer.nx, (0.5, 0.2))
+    wide = dict.fromkeys(transformer.nx, (2.0, 0.2))
+    first = lay.layered(transformer, node_size=small)
+    assert lay.layered(transformer, node_size=dict(small)) is first
+    other = lay.layered(transformer, node_size=wide)
+    assert other is not first and other.sizes["input:input_ids"] == (2.0, 0.2)
+    width = max(x for x, _ in other.positions.values()) - min(x for x, _ in other.positions.values())
+    assert width > max(x for x, _ in first.positions.values()) - min(x for x, _ in first.positions.values())
+    by_rule = lay.layered(transformer, node_size=lambda data: (0.5, 0.2))
+    assert lay.layered(transformer, node_size=lambda data: (0.5, 0.2)) is by_rule  # same sizes, same layout
+    assert by_rule.positions == first.positions
+    assert lay.layered(transformer, node_size=lambda data: (0.5, 0.3)) is not by_rule
+    assert lay.layered(transformer).sizes == {}
+    tall = lay.layered(transformer, node_size=lambda data: (0.5, 3.0))
+    assert tall.vgap == 3.0 + lay.BOX_GAP and tall.positions["input:input_ids"][1] == 0.0
+    with pytest.raises(ValueError, match="input:input_ids"):
+        lay.layered(transformer, node_size={"input:input_ids": (-1.0, 0.2)})
+    with pytest.raises(TypeError, match="width, height"):
+        lay.layered(transformer, node_size=lambda data: 1.0)
+    with pytest.raises(TypeError, match="input:input_ids"):
+        lay.layered(transformer, node_size={"input:input_ids": 1.0})
+    with pytest.raises(TypeError, match="node_size"):
+        lay.layered(transformer, node_size="big")
+    with pytest.raises(ValueError, match="straight"):
+        lay.layered(transformer, node_size="auto", straight=False)
+
+
+@pytest.mark.parametrize("name", ["resnet18", "transformer"])
+def test_expand_collapse_and_previous_keep_boxes_apart(name: str) -> None:
+    graph = load(f"zoo:{name}")
+    closed = lay.layered(graph, collapse=1, node_size="auto")
+    for group in closed.groups:
+        opened = lay.expand(closed, graph, group)
+        assert opened.node_size == "auto"
+        _check_boxes(opened)
+        _check_drawing(opened)
+        assert lay.collapse_group(opened, graph, closed.scopes[group]) is closed
+    full = lay.layered(graph, node_size="auto")
+    scope = next(iter(closed.scopes.values()))
+    boxed = lay.collapse_group(full, graph, scope)
+    _check_boxes(boxed)
+    _check_drawing(boxed)
+    some = next(n for n, kind in graph.nx.nodes(data="kind") if kind == "op" and graph.nx.out_degree(n) == 1)
+    stable = lay.layered(_edited(graph, some), previous=full, node_size="auto")
+    _check_boxes(stable)
+    _check_drawing(stable)

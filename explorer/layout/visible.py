@@ -1,0 +1,173 @@
+"""The graph as drawn: name scopes collapsed into boxes, edges between items, :func:`auto_collapse`."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .value import Collapse, Scope, group_id
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+    from ..graph import ModelGraph
+
+
+__all__ = ["auto_collapse"]
+
+
+@dataclass
+class _Visible:
+    """The graph as drawn: items (nodes or groups) and deduplicated edges between them."""
+
+    items: list[str]
+    kinds: list[str]
+    index: dict[str, int]
+    item_of: dict[str, str]
+    edges: list[tuple[int, int]]
+    tensors: list[tuple[str, ...]]
+    groups: dict[str, tuple[str, ...]]
+    scopes: dict[str, Scope]
+    collapsed: frozenset[Scope]
+    graph: nx.MultiDiGraph = field(repr=False)
+
+
+def _normalize_collapse(collapse: Collapse) -> int | frozenset[Scope] | None:
+    if collapse is None:
+        return None
+    if isinstance(collapse, bool):
+        raise TypeError("collapse must be None, a depth (int >= 1) or an iterable of scope tuples")
+    if isinstance(collapse, int):
+        if collapse < 1:
+            raise ValueError(f"collapse depth must be at least 1, got {collapse}")
+        return collapse
+    if isinstance(collapse, str):
+        raise TypeError("collapse must be None, a depth or an iterable of scope tuples, not a string")
+    return frozenset(tuple(s) for s in collapse if len(s) > 0)
+
+
+def _group_scope(scope: Scope, collapse: int | frozenset[Scope] | None) -> Scope | None:
+    """The collapsed scope a node with this scope is drawn in, or None when it is drawn itself."""
+    if collapse is None or not scope:
+        return None
+    if isinstance(collapse, int):
+        return scope[:collapse] if len(scope) >= collapse else None
+    for depth in range(1, len(scope) + 1):
+        if scope[:depth] in collapse:
+            return scope[:depth]
+    return None
+
+
+def _visible(graph: ModelGraph, collapse: int | frozenset[Scope] | None) -> _Visible:
+    g = graph.nx
+    memo: dict[Scope, Scope | None] = {}
+    items: list[str] = []
+    kinds: list[str] = []
+    index: dict[str, int] = {}
+    item_of: dict[str, str] = {}
+    members: dict[str, list[str]] = {}
+    scopes: dict[str, Scope] = {}
+    node_group: dict[str, Scope | None] = {}
+    for node, data in g.nodes(data=True):
+        scope = data.get("scope", ())
+        if scope not in memo:
+            memo[scope] = _group_scope(scope, collapse)
+        node_group[node] = memo[scope]
+    sizes = Counter(node_group.values())
+    for node, data in g.nodes(data=True):
+        group = node_group[node]
+        if group is not None and sizes[group] == 1:
+            group = None  # a box of one node is just that node
+        if group is None:
+            item, kind = node, data.get("kind", "op")
+        else:
+            item, kind = group_id(group), "group"
+            if item not in members:
+                members[item] = []
+                scopes[item] = group
+            members[item].append(node)
+        if item not in index:
+            index[item] = len(items)
+            items.append(item)
+            kinds.append(kind)
+        item_of[node] = item
+    pairs: dict[tuple[int, int], list[str]] = {}
+    for u, nbrs in g.adjacency():
+        a = index[item_of[u]]
+        for v, keys in nbrs.items():
+            b = index[item_of[v]]
+            if a != b:
+                pairs.setdefault((a, b), []).extend(keys)
+    collapsed = collapse if isinstance(collapse, frozenset) else frozenset(scopes.values())
+    return _Visible(
+        items=items,
+        kinds=kinds,
+        index=index,
+        item_of=item_of,
+        edges=list(pairs),
+        tensors=[tuple(dict.fromkeys(names)) for names in pairs.values()],
+        groups={gid: tuple(m) for gid, m in members.items()},
+        scopes=scopes,
+        collapsed=collapsed,
+        graph=g,
+    )
+
+
+def auto_collapse(
+    graph: ModelGraph, max_items: int = 300, *, min_items: int = 20, hard_max: int = 1000
+) -> int | None:
+    """Choose a collapse depth that keeps the view to at most ``max_items`` items.
+
+    Returns ``None`` when the graph already has at most ``max_items`` nodes;
+    otherwise the deepest (most detailed) depth whose view fits, or 1 (the
+    most collapsed view) when none does. When the depth that fits shows fewer
+    than ``min_items`` items (a 50k-node transformer at depth 1 is four boxes:
+    input, embeddings, encoder, output), the next depth is taken if it stays
+    under ``hard_max`` (the encoder's layers, one box each).
+
+    Parameters
+    ----------
+    graph : ModelGraph
+        The graph.
+    max_items : int
+        Most visible items (nodes plus boxes) wanted.
+    min_items : int
+        Fewer items than this is too coarse to be useful.
+    hard_max : int
+        Most items accepted when going one level finer than ``max_items`` allows.
+
+    Returns
+    -------
+    int or None
+        A value for ``layered(graph, collapse=...)``.
+
+    Examples
+    --------
+    >>> from explorer import load
+    >>> auto_collapse(load("zoo:mlp")) is None
+    True
+    >>> auto_collapse(load("zoo:transformer"), max_items=30)
+    3
+    """
+    g = graph.nx
+    if g.number_of_nodes() <= max_items:
+        return None
+    by_scope = Counter(scope for _, scope in g.nodes(data="scope", default=()))
+    deepest = max((len(s) for s in by_scope), default=0)
+    for depth in range(deepest, 0, -1):
+        if _items_at_depth(by_scope, depth) <= max_items:
+            finer = depth + 1
+            if (
+                _items_at_depth(by_scope, depth) < min_items
+                and finer <= deepest
+                and _items_at_depth(by_scope, finer) <= hard_max
+            ):
+                return finer
+            return depth
+    return 1
+
+
+def _items_at_depth(by_scope: Counter[Scope], depth: int) -> int:
+    boxes = {scope[:depth] for scope in by_scope if len(scope) >= depth}
+    return len(boxes) + sum(count for scope, count in by_scope.items() if len(scope) < depth)
