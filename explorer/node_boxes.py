@@ -74,6 +74,7 @@ MAX_BODY_LINES = 3
 """At most this many body lines; the rest is in the hover text and the details panel."""
 
 _PAD_PX = 6.0  # below the last body line
+_FOOT_PX = 5.0  # the body strip of a box without body text (it shows the overlay colour)
 _SIDE_PX = 8.0  # left and right of the widest line
 _MIN_WIDTH_PX = 56.0
 _LINE_CHARS = 26  # body lines are packed up to this many characters
@@ -229,8 +230,10 @@ def box_text(data: Mapping[str, Any]) -> BoxText:
     >>> g = load("zoo:resnet18")
     >>> box_text(g.nx.nodes["input:input"])
     BoxText(header='input', body=('batch×3×224×224 float32',), category='io')
-    >>> box_text(group_data(g, ("layer1",), [n for n in g.nx if g.nx.nodes[n].get("scope", ())[:1] == ("layer1",)]))
-    BoxText(header='layer1 · 14 ops', body=('Conv ×4', 'BatchNormalization ×4', 'Relu ×4  Add ×2'), category='group')
+    >>> layer1 = [n for n in g.nx if g.nx.nodes[n].get("scope", ())[:1] == ("layer1",)]
+    >>> box_text(group_data(g, ("layer1",), layer1))  # doctest: +NORMALIZE_WHITESPACE
+    BoxText(header='layer1 · 14 ops', body=('Conv ×4', 'BatchNormalization ×4', 'Relu ×4  Add ×2'),
+            category='group')
     """
     category = category_of(dict(data))
     kind = data.get("kind", "op")
@@ -254,12 +257,12 @@ def box_size_px(text: BoxText) -> tuple[float, float]:
     Examples
     --------
     >>> box_size_px(BoxText("Relu", (), "activation"))
-    (56.0, 18.0)
+    (56.0, 23.0)
     """
     width = len(text.header) * _HEADER_CHAR_PX
     if text.body:
         width = max(width, max(len(line) for line in text.body) * _BODY_CHAR_PX)
-    height = HEADER_PX + (len(text.body) * LINE_PX + _PAD_PX if text.body else 0.0)
+    height = HEADER_PX + (len(text.body) * LINE_PX + _PAD_PX if text.body else _FOOT_PX)
     return max(_MIN_WIDTH_PX, width + 2 * _SIDE_PX), height
 
 

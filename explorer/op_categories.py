@@ -22,7 +22,15 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-__all__ = ["Category", "CATEGORIES", "KEY_ATTRIBUTES", "ATTRIBUTE_LABELS", "OpCategories", "category_of", "load_categories"]
+__all__ = [
+    "Category",
+    "CATEGORIES",
+    "KEY_ATTRIBUTES",
+    "ATTRIBUTE_LABELS",
+    "OpCategories",
+    "category_of",
+    "load_categories",
+]
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
 """A static, self-contained HTML report of a model: summary, op histogram, the graph, pipeline steps.
 
 plotly.js is bundled inline once, so the file opens with no network (teaching
-sessions, bug reports, machines without Jupyter). Labels appear when you zoom
-in far enough, as in the notebook view. The file is written atomically.
+sessions, bug reports, machines without Jupyter). Box text and tensor shapes appear
+when you zoom in far enough, as in the notebook view. The file is written atomically.
 
 Examples
 --------
@@ -28,6 +28,9 @@ import plotly.io as pio
 
 from . import __version__
 from .figures import (
+    DETAILS,
+    EDGE_LABEL_LIMIT,
+    EDGE_LABELS,
     LABEL_LIMIT,
     LABELS,
     NODES,
@@ -40,6 +43,7 @@ from .graph import ModelGraph
 from .io import write_text_atomic
 from .layout import auto_collapse, layered
 from .load import load
+from .node_boxes import TEXT_ZOOM
 
 __all__ = ["build_html", "save", "LABEL_TOGGLE_JS"]
 
@@ -47,21 +51,45 @@ LABEL_TOGGLE_JS = string.Template("""
 (function () {
   var gd = document.getElementById('{plot_id}');
   if (!gd) { return; }
-  function update() {
-    var xr = gd._fullLayout.xaxis.range, yr = gd._fullLayout.yaxis.range;
-    var nodes = gd.data[$nodes], n = 0;
-    for (var i = 0; i < nodes.x.length; i++) {
-      if (nodes.x[i] >= Math.min(xr[0], xr[1]) && nodes.x[i] <= Math.max(xr[0], xr[1]) &&
-          nodes.y[i] >= Math.min(yr[0], yr[1]) && nodes.y[i] <= Math.max(yr[0], yr[1])) { n++; }
+  function inView(trace, x0, x1, y0, y1) {
+    var n = 0, xs = trace.x || [], ys = trace.y || [];
+    for (var i = 0; i < xs.length; i++) {
+      if (xs[i] >= x0 && xs[i] <= x1 && ys[i] >= y0 && ys[i] <= y1) { n++; }
     }
-    var show = n <= $limit;
-    if (gd.data[$labels].visible !== show) { Plotly.restyle(gd, {visible: show}, [$labels]); }
+    return n;
+  }
+  function update() {
+    var xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
+    var x0 = Math.min(xa.range[0], xa.range[1]), x1 = Math.max(xa.range[0], xa.range[1]);
+    var y0 = Math.min(ya.range[0], ya.range[1]), y1 = Math.max(ya.range[0], ya.range[1]);
+    var text = false, shapes = false;
+    if (y1 > y0 && ya._length / (y1 - y0) >= $zoom) {
+      text = inView(gd.data[$nodes], x0, x1, y0, y1) <= $limit;
+      shapes = text && inView(gd.data[$edge_labels], x0, x1, y0, y1) <= $edge_limit;
+    }
+    var wanted = [[$labels, text], [$details, text], [$edge_labels, shapes]], show = [], which = [];
+    for (var k = 0; k < wanted.length; k++) {
+      var index = wanted[k][0], visible = wanted[k][1];
+      if (gd.data[index].visible !== visible) { which.push(index); show.push(visible); }
+    }
+    if (which.length) { Plotly.restyle(gd, {visible: show}, which); }
   }
   gd.on('plotly_relayout', update);
   update();
 })();
-""").substitute(nodes=NODES, labels=LABELS, limit=LABEL_LIMIT)
-"""Shows op labels in the report's graph once few enough nodes are in view (plotly's ``post_script``)."""
+""").substitute(
+    nodes=NODES,
+    labels=LABELS,
+    details=DETAILS,
+    edge_labels=EDGE_LABELS,
+    limit=LABEL_LIMIT,
+    edge_limit=EDGE_LABEL_LIMIT,
+    zoom=TEXT_ZOOM,
+)
+"""Shows box text and edge shapes in the report's graphs once the zoom makes them readable (``post_script``).
+
+The same rule as :func:`explorer.figures.text_visibility` (GraphView's), in the page.
+"""
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 16px 24px; color: #222; }

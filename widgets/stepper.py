@@ -35,7 +35,7 @@ from explorer.layout import Layout, auto_collapse, layered
 from explorer.passes import FAMILIES, get_pass, pass_names
 from explorer.timeline import Timeline, run_pipeline
 
-from .figure_sync import sync_figure
+from .figure_sync import follow_zoom, sync_figure
 
 __all__ = ["PassStepper"]
 
@@ -128,6 +128,8 @@ class PassStepper(w.VBox):
         self.fusions.add_class("oge-fusions")
         self.before = go.FigureWidget(graph_figure(self.graph, height=height))
         self.after = go.FigureWidget(graph_figure(self.graph, height=height))
+        follow_zoom(self.before)
+        follow_zoom(self.after)
         self._height = height
 
         self.family.observe(self._family_changed, names="value")
