@@ -143,6 +143,7 @@ _ARROW = 5.0 / PX_PER_UNIT  # arrowhead centre above the target's top edge
 _GAP_BOXES = 24.0 / PX_PER_UNIT  # least room between neighbouring boxes of one layer
 _GAP_BEND = 12.0 / PX_PER_UNIT  # least room between a box and an edge passing it
 _MAX_X_SCALE = 3.0
+_INSET = 6.0 / PX_PER_UNIT  # body text starts this far right of the box's left edge
 
 DIFF_COLORS = {
     "added": "#2ca02c",
@@ -885,7 +886,7 @@ def graph_figure(
             mode="lines",
             name="edges",
             hoverinfo="skip",
-            line={"width": 1.2, "color": "#8a8a8a"},
+            line={"width": 1.2, "color": "#5f5f5f"},
             showlegend=False,
         ),
         dict(
@@ -896,7 +897,7 @@ def graph_figure(
             name="arrows",
             hoverinfo="skip",
             showlegend=False,
-            marker={"symbol": "triangle-down", "size": 7, "color": "#7a7a7a"},
+            marker={"symbol": "triangle-down", "size": 7, "color": "#5f5f5f"},
         ),
         dict(
             type="scattergl",
@@ -992,12 +993,12 @@ def graph_figure(
     traces.append(
         dict(
             type="scatter",
-            x=geo.x[has_body],
+            x=(x0 + _INSET)[has_body],
             y=((y1 - head_h + y0) / 2)[has_body],
             mode="text",
             name="details",
             text=["<br>".join(t.body) for t in geo.texts if t.body],
-            textposition="middle center",
+            textposition="middle right",
             textfont={"size": BODY_FONT, "color": "#333"},
             hoverinfo="skip",
             visible=show_text,

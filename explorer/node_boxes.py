@@ -52,7 +52,7 @@ __all__ = [
     "dims_text",
 ]
 
-PX_PER_UNIT = 96.0
+PX_PER_UNIT = 80.0
 """Reading zoom: pixels per layout unit at which box text has its nominal size and fits its box."""
 
 TEXT_ZOOM = 0.8 * PX_PER_UNIT
@@ -203,9 +203,15 @@ def _op_body(data: Mapping[str, Any]) -> list[str]:
     op_type = data.get("op_type", "")
     names = _input_names(op_type, data.get("domain") or "")
     by_shape: dict[str, list[str]] = {}
+    values: list[str] = []
     for weight in data.get("weights") or ():
-        by_shape.setdefault(dims_text(weight.shape), []).append(_weight_label(data, weight.name, names))
-    weights = [f"{','.join(labels)} {shape}" for shape, labels in by_shape.items()]
+        label = _weight_label(data, weight.name, names)
+        if weight.values is not None and 0 < weight.numel <= 3:  # small constants: the value itself
+            shown = weight.values[0] if len(weight.shape) == 0 else list(weight.values)
+            values.append(f"{label} = {_value_text('', shown)}")
+        else:
+            by_shape.setdefault(dims_text(weight.shape), []).append(label)
+    weights = [f"{','.join(labels)} {shape}" for shape, labels in by_shape.items()] + values
     attributes = dict(data.get("attributes") or {})
     subgraphs = set(data.get("subgraphs") or ())
     attrs = [
@@ -279,7 +285,7 @@ def node_box_size(node_data: Mapping[str, Any]) -> tuple[float, float]:
     >>> g = load("zoo:mlp")
     >>> w, h = node_box_size(g.nx.nodes["/fc1/Gemm"])
     >>> round(w, 3), round(h, 3)
-    (1.067, 0.5)
+    (1.28, 0.6)
     """
     width, height = box_size_px(box_text(node_data))
     return width / PX_PER_UNIT, height / PX_PER_UNIT
