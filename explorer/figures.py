@@ -164,8 +164,7 @@ _BODY = "#ffffff"
 _GROUP_BODY = "#f2f2f2"
 _NEUTRAL_LINE = "#8c8c8c"
 _PLAIN_BODIES = frozenset({_BODY, _GROUP_BODY})
-_MARGIN = {"l": 10, "r": 10, "b": 10}
-_LEGEND_PX = 28
+_MARGIN = {"l": 10, "r": 10, "b": 46}  # the legend sits below the plot (two rows fit)
 
 
 def selection_ring(items: Sequence[str], selected: str | None) -> tuple[Any, Any]:
@@ -691,7 +690,7 @@ def plot_height(layout: Any) -> float:
     --------
     >>> from explorer import load
     >>> plot_height(graph_figure(load("zoo:mlp"), height=500).layout)
-    462.0
+    444.0
     """
     margin = layout.margin
     return float((layout.height or 700) - (margin.t or 0) - (margin.b or 0))
@@ -1036,8 +1035,8 @@ def graph_figure(
         legend={
             "orientation": "h",
             "x": 0,
-            "y": 1,
-            "yanchor": "bottom",
+            "y": 0,
+            "yanchor": "top",
             "font": {"size": 11},
             "itemclick": False,
             "itemdoubleclick": False,
@@ -1051,7 +1050,7 @@ def graph_figure(
 
 
 def _top_margin(title: str | None) -> int:
-    return _LEGEND_PX + (30 if title else 0)
+    return 40 if title else 10
 
 
 def _fill(
