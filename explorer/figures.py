@@ -107,6 +107,7 @@ __all__ = [
     "selection_ring",
     "selection_outline",
     "text_visibility",
+    "text_in_view",
     "plot_height",
     "op_histogram_figure",
     "timeline_figure",
@@ -143,6 +144,7 @@ _ARROW = 5.0 / PX_PER_UNIT  # arrowhead centre above the target's top edge
 _GAP_BOXES = 24.0 / PX_PER_UNIT  # least room between neighbouring boxes of one layer
 _GAP_BEND = 12.0 / PX_PER_UNIT  # least room between a box and an edge passing it
 _MAX_X_SCALE = 3.0
+_CORNER_POINTS = 4  # points per rounded box corner
 _INSET = 6.0 / PX_PER_UNIT  # body text starts this far right of the box's left edge
 
 DIFF_COLORS = {
@@ -532,7 +534,7 @@ def _rects(
     n = len(x0)
     if n == 0:
         return np.empty(0), np.empty(0)
-    quarter = np.linspace(0.0, math.pi / 2, 4)
+    quarter = np.linspace(0.0, math.pi / 2, _CORNER_POINTS)
     parts_x, parts_y = [], []
     limit = np.minimum(x1 - x0, y1 - y0) / 2
     # corners counter-clockwise from the top right: (base x, base y, sign x, sign y, radius)
@@ -972,53 +974,45 @@ def graph_figure(
             line={"width": 3, "color": "#111"},
         )
     )
-    text_colors = [CATEGORIES[c].text for c in categories]
-    traces.append(
-        dict(
-            type="scatter",
-            x=geo.x,
-            y=y1 - head_h / 2,
-            mode="text",
-            name="labels",
-            text=[t.header for t in geo.texts],
-            textposition="middle center",
-            textfont={"size": HEADER_FONT, "color": text_colors},
-            hoverinfo="skip",
-            visible=show_text,
-            showlegend=False,
-        )
-    )
+    # plotly widens the narrow x range of the first view to the plot: draw the text of a wide view
+    center, span = (x_range[0] + x_range[1]) / 2, y_range[1] - y_range[0]
+    view = ([center - 2 * span, center + 2 * span], y_range)
     has_body = np.array([bool(t.body) for t in geo.texts], dtype=bool)
-    traces.append(
-        dict(
-            type="scatter",
-            x=(x0 + _INSET)[has_body],
-            y=((y1 - head_h + y0) / 2)[has_body],
-            mode="text",
-            name="details",
-            text=["<br>".join(t.body) for t in geo.texts if t.body],
-            textposition="middle right",
-            textfont={"size": BODY_FONT, "color": "#333"},
-            hoverinfo="skip",
-            visible=show_text,
-            showlegend=False,
-        )
-    )
-    traces.append(
-        dict(
-            type="scatter",
-            x=label_x,
-            y=label_y,
-            mode="text",
-            name="edge labels",
-            text=edge_text,
-            textposition="middle right",
-            textfont={"size": 8, "color": "#666"},
-            hoverinfo="skip",
-            visible=show_edges,
-            showlegend=False,
-        )
-    )
+    traces += [
+        _text_trace(
+            "labels",
+            geo.x,
+            y1 - head_h / 2,
+            [t.header for t in geo.texts],
+            [CATEGORIES[c].text for c in categories],
+            "middle center",
+            HEADER_FONT,
+            show_text,
+            view,
+        ),
+        _text_trace(
+            "details",
+            (x0 + _INSET)[has_body],
+            ((y1 - head_h + y0) / 2)[has_body],
+            ["<br>".join(t.body) for t in geo.texts if t.body],
+            ["#333"] * int(has_body.sum()),
+            "middle right",
+            BODY_FONT,
+            show_text,
+            view,
+        ),
+        _text_trace(
+            "edge labels",
+            label_x,
+            label_y,
+            edge_text,
+            ["#666"] * len(edge_text),
+            "middle right",
+            8,
+            show_edges,
+            view,
+        ),
+    ]
     layout_props = dict(
         title=title,
         height=height,
@@ -1051,6 +1045,68 @@ def graph_figure(
 
 def _top_margin(title: str | None) -> int:
     return 40 if title else 10
+
+
+def _text_trace(
+    name: str,
+    x: np.ndarray,
+    y: np.ndarray,
+    text: Sequence[str],
+    colors: Sequence[str],
+    position: str,
+    size: int,
+    show: bool,
+    view: tuple[Sequence[float], Sequence[float]],
+) -> dict[str, Any]:
+    """A text trace holding all its text in ``meta``, drawing what is near the view (:func:`text_in_view`)."""
+    meta = {"x": np.asarray(x, dtype=float).tolist(), "y": np.asarray(y, dtype=float).tolist()}
+    meta.update(text=list(text), color=list(colors))
+    shown = text_in_view(meta, *view) if show else text_in_view(meta, [0.0, 0.0], [1.0, -1.0])
+    return dict(
+        type="scatter",
+        mode="text",
+        name=name,
+        x=shown["x"],
+        y=shown["y"],
+        text=shown["text"],
+        textposition=position,
+        textfont={"size": size, "color": shown["color"]},
+        hoverinfo="skip",
+        visible=show,
+        showlegend=False,
+        meta=meta,
+    )
+
+
+def text_in_view(
+    meta: Mapping[str, Sequence[Any]], x_range: Sequence[float], y_range: Sequence[float]
+) -> dict[str, list[Any]]:
+    """The part of a text trace's ``meta`` (``x``, ``y``, ``text``, ``color``) near a view.
+
+    Text traces draw only this part (a few hundred SVG texts at most), so a
+    1k-node graph pans as fast with its text shown as without; GraphView and
+    the report's script call it again when the view moves. The view is
+    widened by half its size on each side, so small pans need no update.
+
+    Examples
+    --------
+    >>> meta = {"x": [0, 5, 50], "y": [0, 0, 0], "text": ["a", "b", "c"], "color": ["#000"] * 3}
+    >>> text_in_view(meta, [-1, 1], [-1, 1])["text"]
+    ['a']
+    >>> text_in_view(meta, [-10, 10], [-1, 1])["text"]
+    ['a', 'b']
+    """
+    (x0, x1), (y0, y1) = sorted(x_range), sorted(y_range)
+    dx, dy = (x1 - x0) / 2, (y1 - y0) / 2
+    xs, ys = np.asarray(meta["x"], dtype=float), np.asarray(meta["y"], dtype=float)
+    keep = np.flatnonzero((xs >= x0 - dx) & (xs <= x1 + dx) & (ys >= y0 - dy) & (ys <= y1 + dy))
+    text, color = meta["text"], meta["color"]
+    return {
+        "x": xs[keep].tolist(),
+        "y": ys[keep].tolist(),
+        "text": [text[k] for k in keep],
+        "color": [color[k] for k in keep],
+    }
 
 
 def _fill(

@@ -51,28 +51,49 @@ LABEL_TOGGLE_JS = string.Template("""
 (function () {
   var gd = document.getElementById('{plot_id}');
   if (!gd) { return; }
-  function inView(trace, x0, x1, y0, y1) {
-    var n = 0, xs = trace.x || [], ys = trace.y || [];
+  var drawn = {};
+  function inView(xs, ys, x0, x1, y0, y1) {
+    var n = 0;
     for (var i = 0; i < xs.length; i++) {
       if (xs[i] >= x0 && xs[i] <= x1 && ys[i] >= y0 && ys[i] <= y1) { n++; }
     }
     return n;
   }
+  function near(meta, x0, x1, y0, y1) {
+    var dx = (x1 - x0) / 2, dy = (y1 - y0) / 2, keep = [];
+    for (var i = 0; i < meta.x.length; i++) {
+      if (meta.x[i] >= x0 - dx && meta.x[i] <= x1 + dx && meta.y[i] >= y0 - dy && meta.y[i] <= y1 + dy) {
+        keep.push(i);
+      }
+    }
+    return keep;
+  }
   function update() {
     var xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
     var x0 = Math.min(xa.range[0], xa.range[1]), x1 = Math.max(xa.range[0], xa.range[1]);
     var y0 = Math.min(ya.range[0], ya.range[1]), y1 = Math.max(ya.range[0], ya.range[1]);
-    var text = false, shapes = false;
+    var text = false, shapes = false, edges = gd.data[$edge_labels].meta || {x: [], y: []};
     if (y1 > y0 && ya._length / (y1 - y0) >= $zoom) {
-      text = inView(gd.data[$nodes], x0, x1, y0, y1) <= $limit;
-      shapes = text && inView(gd.data[$edge_labels], x0, x1, y0, y1) <= $edge_limit;
+      text = inView(gd.data[$nodes].x, gd.data[$nodes].y, x0, x1, y0, y1) <= $limit;
+      shapes = text && inView(edges.x, edges.y, x0, x1, y0, y1) <= $edge_limit;
     }
-    var wanted = [[$labels, text], [$details, text], [$edge_labels, shapes]], show = [], which = [];
+    var wanted = [[$labels, text], [$details, text], [$edge_labels, shapes]];
     for (var k = 0; k < wanted.length; k++) {
-      var index = wanted[k][0], visible = wanted[k][1];
-      if (gd.data[index].visible !== visible) { which.push(index); show.push(visible); }
+      var index = wanted[k][0], visible = wanted[k][1], trace = gd.data[index], meta = trace.meta;
+      var change = {};
+      if (visible && meta) {  // draw only the text near the view: a few hundred SVG texts at most
+        var keep = near(meta, x0, x1, y0, y1), key = keep.join(',');
+        if (drawn[index] !== key) {
+          drawn[index] = key;
+          change.x = [keep.map(function (i) { return meta.x[i]; })];
+          change.y = [keep.map(function (i) { return meta.y[i]; })];
+          change.text = [keep.map(function (i) { return meta.text[i]; })];
+          change['textfont.color'] = [keep.map(function (i) { return meta.color[i]; })];
+        }
+      }
+      if (trace.visible !== visible) { change.visible = visible; }
+      if (Object.keys(change).length) { Plotly.restyle(gd, change, [index]); }
     }
-    if (which.length) { Plotly.restyle(gd, {visible: show}, which); }
   }
   gd.on('plotly_relayout', update);
   update();

@@ -24,11 +24,21 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from explorer.figures import ARROWS, DETAILS, EDGE_LABELS, EDGES, LABELS, NODES, plot_height, text_visibility
+from explorer.figures import (
+    ARROWS,
+    DETAILS,
+    EDGE_LABELS,
+    EDGES,
+    LABELS,
+    NODES,
+    plot_height,
+    text_in_view,
+    text_visibility,
+)
 
 __all__ = ["sync_figure", "show_text_for_view", "follow_zoom"]
 
-_PLAIN = ("x", "y", "text", "visible", "name", "showlegend")
+_PLAIN = ("x", "y", "text", "visible", "name", "showlegend", "meta")
 
 
 def sync_figure(target: go.FigureWidget, fig: go.Figure, *, view: bool = False) -> None:
@@ -77,7 +87,7 @@ def sync_figure(target: go.FigureWidget, fig: go.Figure, *, view: bool = False) 
 
 
 def show_text_for_view(target: go.FigureWidget, x_range: Any, y_range: Any) -> None:
-    """Show or hide the box text and edge shapes of a graph FigureWidget for a view (axis ranges).
+    """Show the box text and edge shapes of a graph FigureWidget near a view (axis ranges), or hide them.
 
     Examples
     --------
@@ -90,16 +100,20 @@ def show_text_for_view(target: go.FigureWidget, x_range: Any, y_range: Any) -> N
     if not x_range or not y_range:
         return
     nodes, edges = target.data[NODES], target.data[EDGE_LABELS]
+    edge_meta = edges.meta or {"x": [], "y": []}
     text, shapes = text_visibility(
-        nodes.x, nodes.y, edges.x, edges.y, x_range, y_range, plot_height(target.layout)
+        nodes.x, nodes.y, edge_meta["x"], edge_meta["y"], x_range, y_range, plot_height(target.layout)
     )
-    changes = [(i, show) for i, show in ((LABELS, text), (DETAILS, text), (EDGE_LABELS, shapes))]
-    if all(target.data[i].visible == show for i, show in changes):
-        return
     with target.batch_update():
-        for i, show in changes:
-            if target.data[i].visible != show:
-                target.data[i].visible = show
+        for i, show in ((LABELS, text), (DETAILS, text), (EDGE_LABELS, shapes)):
+            trace = target.data[i]
+            if show and trace.meta:  # draw only the text near the view
+                shown = text_in_view(trace.meta, x_range, y_range)
+                if list(trace.x or ()) != shown["x"] or list(trace.y or ()) != shown["y"]:
+                    trace.x, trace.y, trace.text = shown["x"], shown["y"], shown["text"]
+                    trace.textfont.color = shown["color"]
+            if trace.visible != show:
+                trace.visible = show
 
 
 def follow_zoom(target: go.FigureWidget) -> None:

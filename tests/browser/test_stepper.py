@@ -31,7 +31,9 @@ PLOTS = "document.querySelectorAll('.oge-pass-stepper .js-plotly-plot')"
 BOTH_DRAWN = (
     f"() => {PLOTS}.length == 2 && Array.from({PLOTS}).every(p => p.data && p.data.length == {TRACE_COUNT})"
 )
-AFTER_HAS_NEW_NODES = f"() => Array.from({PLOTS}[1].data[{LABELS}].text).some(t => t.includes('FusedConv'))"
+AFTER_HAS_NEW_NODES = (
+    f"() => Array.from({PLOTS}[1].data[{LABELS}].meta.text).some(t => t.includes('FusedConv'))"
+)
 
 
 def _highlights(page: Page, plot_index: int) -> dict[str, str]:

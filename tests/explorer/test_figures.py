@@ -26,6 +26,7 @@ from explorer.figures import (
     graph_figure,
     node_hover,
     op_histogram_figure,
+    text_in_view,
     text_visibility,
     timeline_figure,
 )
@@ -151,20 +152,23 @@ def test_boxes_are_sized_to_their_text_and_do_not_overlap() -> None:
     assert not overlap.any()
     # labels sit inside their boxes: header text in the header, body text in the body
     labels, details = fig.data[LABELS], fig.data[DETAILS]
-    assert list(labels.text) == [t.header for t in geo.texts]
-    assert np.all((labels.y > geo.y) & (labels.y < y1))
+    assert labels.meta["text"] == [t.header for t in geo.texts]  # all of it; the trace draws what is in view
+    assert 0 < len(labels.text) < len(geo.items) and set(labels.text) <= set(labels.meta["text"])
+    label_y = np.array(labels.meta["y"])
+    assert np.all((label_y > geo.y) & (label_y < y1))
     has_body = np.array([bool(t.body) for t in geo.texts])
-    assert len(details.x) == has_body.sum()
-    assert np.all((details.x > x0[has_body]) & (details.x < geo.x[has_body]))  # left-aligned inside
-    assert np.all((details.y > y0[has_body]) & (details.y < labels.y[has_body]))
+    detail_x, detail_y = np.array(details.meta["x"]), np.array(details.meta["y"])
+    assert len(detail_x) == has_body.sum()
+    assert np.all((detail_x > x0[has_body]) & (detail_x < geo.x[has_body]))  # left-aligned inside
+    assert np.all((detail_y > y0[has_body]) & (detail_y < label_y[has_body]))
 
 
 def test_collapsed_scopes_read_as_groups() -> None:
     graph = load("zoo:resnet18")
     fig = graph_figure(graph, layered(graph, collapse=1))
-    labels = dict(zip(fig.data[NODES].customdata, fig.data[LABELS].text, strict=True))
+    labels = dict(zip(fig.data[NODES].customdata, fig.data[LABELS].meta["text"], strict=True))
     assert labels["scope:layer1"] == "layer1 · 14 ops"
-    details = " ".join(fig.data[DETAILS].text)
+    details = " ".join(fig.data[DETAILS].meta["text"])
     assert "Conv ×4" in details and "BatchNormalization ×4" in details and "Add ×2" in details
     assert fig.data[HEADS + list(CATEGORIES).index("group")].showlegend is True
 
@@ -176,7 +180,7 @@ def test_edges_are_smooth_curves_with_shapes_beside_them() -> None:
     x = np.asarray(fig.data[EDGES].x, dtype=float)
     # a curve has many points per edge, not a polyline's two or three
     assert len(x) > 5 * len(layout.edges)
-    shapes = list(fig.data[EDGE_LABELS].text)
+    shapes = fig.data[EDGE_LABELS].meta["text"]
     assert " batch×3×224×224" in shapes and " batch×64×56×56" in shapes
     assert len(shapes) <= len(layout.edges)
 
@@ -184,12 +188,19 @@ def test_edges_are_smooth_curves_with_shapes_beside_them() -> None:
 def test_text_follows_the_zoom() -> None:
     graph = load("zoo:resnet18")
     fig = graph_figure(graph, layered(graph))
-    nodes, edges = fig.data[NODES], fig.data[EDGE_LABELS]
+    nodes, edges = fig.data[NODES], fig.data[EDGE_LABELS].meta
     x, y = float(nodes.x[0]), float(nodes.y[0])
     near = PX_PER_UNIT  # the whole plot height is this many pixels for one unit: text fits
-    assert text_visibility(nodes.x, nodes.y, edges.x, edges.y, [x - 1, x + 1], [y - 1, y + 1], 2 * near) == (
+    assert text_visibility(
+        nodes.x, nodes.y, edges["x"], edges["y"], [x - 1, x + 1], [y - 1, y + 1], 2 * near
+    ) == (
         True,
         True,
     )
-    far = text_visibility(nodes.x, nodes.y, edges.x, edges.y, [x - 50, x + 50], [y - 50, y + 50], 2 * near)
+    far = text_visibility(
+        nodes.x, nodes.y, edges["x"], edges["y"], [x - 50, x + 50], [y - 50, y + 50], 2 * near
+    )
     assert far == (False, False)
+    # the text traces draw only the text near the view
+    near_view = text_in_view(fig.data[LABELS].meta, [x - 1, x + 1], [y - 1, y + 1])
+    assert 0 < len(near_view["text"]) < 10 and near_view["text"][0] == fig.data[LABELS].meta["text"][0]
