@@ -40,7 +40,8 @@ _TIMING_JS = """() => {
     const kernel = panel.sessionContext.session.kernel;
     window.__ogeMessages = [];
     kernel.iopubMessage.connect((_, msg) => {
-        if (msg.header.msg_type === 'comm_msg') { window.__ogeMessages.push(performance.now()); }
+        const type = msg.header.msg_type;
+        if (type === 'comm_msg' || type === 'comm_open') { window.__ogeMessages.push(performance.now()); }
     });
     window.__ogeAfterplot = {};
     const watch = () => document.querySelectorAll('.oge-graph-view .js-plotly-plot').forEach((gd, i) => {
