@@ -144,7 +144,7 @@ _ARROW = 5.0 / PX_PER_UNIT  # arrowhead centre above the target's top edge
 _GAP_BOXES = 24.0 / PX_PER_UNIT  # least room between neighbouring boxes of one layer
 _GAP_BEND = 12.0 / PX_PER_UNIT  # least room between a box and an edge passing it
 _MAX_X_SCALE = 3.0
-_CORNER_POINTS = 4  # points per rounded box corner
+_CORNER_POINTS = 3  # points per rounded box corner (fewer points: faster redraws)
 _INSET = 6.0 / PX_PER_UNIT  # body text starts this far right of the box's left edge
 
 DIFF_COLORS = {
@@ -1119,6 +1119,7 @@ def _fill(
         mode="lines",
         fill="toself",
         fillcolor=fill,
+        hoveron="points",  # no point-in-polygon tests on every mouse move
         name=name,
         line={"color": line, "width": width},
         hoverinfo="skip",
@@ -1129,8 +1130,9 @@ def _fill(
 def initial_view(geo: BoxGeometry, plot_px: float = 660.0) -> tuple[list[float], list[float]]:
     """Axis ranges of the first view: the top of the graph at the reading zoom (the whole graph if it fits).
 
-    The x range is narrow on purpose: with one scale on both axes plotly widens
-    it to the plot's width, so the y range sets the zoom.
+    The x range is as wide as the y range is tall: with one scale on both axes
+    plotly widens it to a wider plot, so the y range sets the zoom (and a plot
+    narrower than tall, such as the stepper's panels, zooms out only a little).
 
     Examples
     --------
@@ -1151,7 +1153,7 @@ def initial_view(geo: BoxGeometry, plot_px: float = 660.0) -> tuple[list[float],
     in_view = geo.y >= top - span
     left = float((geo.x - geo.width / 2)[in_view].min())
     right = float((geo.x + geo.width / 2)[in_view].max())
-    center, half = (left + right) / 2, 0.25 * span
+    center, half = (left + right) / 2, 0.5 * span
     return [center - half, center + half], [top - span, top]
 
 

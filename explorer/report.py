@@ -51,7 +51,7 @@ LABEL_TOGGLE_JS = string.Template("""
 (function () {
   var gd = document.getElementById('{plot_id}');
   if (!gd) { return; }
-  var drawn = {};
+  var area = null;
   function inView(xs, ys, x0, x1, y0, y1) {
     var n = 0;
     for (var i = 0; i < xs.length; i++) {
@@ -59,10 +59,10 @@ LABEL_TOGGLE_JS = string.Template("""
     }
     return n;
   }
-  function near(meta, x0, x1, y0, y1) {
-    var dx = (x1 - x0) / 2, dy = (y1 - y0) / 2, keep = [];
+  function near(meta, box) {
+    var keep = [];
     for (var i = 0; i < meta.x.length; i++) {
-      if (meta.x[i] >= x0 - dx && meta.x[i] <= x1 + dx && meta.y[i] >= y0 - dy && meta.y[i] <= y1 + dy) {
+      if (meta.x[i] >= box[0] && meta.x[i] <= box[1] && meta.y[i] >= box[2] && meta.y[i] <= box[3]) {
         keep.push(i);
       }
     }
@@ -77,23 +77,31 @@ LABEL_TOGGLE_JS = string.Template("""
       text = inView(gd.data[$nodes].x, gd.data[$nodes].y, x0, x1, y0, y1) <= $limit;
       shapes = text && inView(edges.x, edges.y, x0, x1, y0, y1) <= $edge_limit;
     }
+    // the text drawn covers the view widened by half its size on each side (as text_in_view does):
+    // it is culled again only when the view leaves that area, all three traces in one restyle
+    var escaped = !(area && x0 >= area[0] && x1 <= area[1] && y0 >= area[2] && y1 <= area[3]);
+    if (escaped && (text || shapes)) {
+      var dx = (x1 - x0) / 2, dy = (y1 - y0) / 2;
+      area = [x0 - dx, x1 + dx, y0 - dy, y1 + dy];
+    }
     var wanted = [[$labels, text], [$details, text], [$edge_labels, shapes]];
+    var change = {x: [], y: [], text: [], 'textfont.color': [], visible: []}, which = [];
     for (var k = 0; k < wanted.length; k++) {
       var index = wanted[k][0], visible = wanted[k][1], trace = gd.data[index], meta = trace.meta;
-      var change = {};
-      if (visible && meta) {  // draw only the text near the view: a few hundred SVG texts at most
-        var keep = near(meta, x0, x1, y0, y1), key = keep.join(',');
-        if (drawn[index] !== key) {
-          drawn[index] = key;
-          change.x = [keep.map(function (i) { return meta.x[i]; })];
-          change.y = [keep.map(function (i) { return meta.y[i]; })];
-          change.text = [keep.map(function (i) { return meta.text[i]; })];
-          change['textfont.color'] = [keep.map(function (i) { return meta.color[i]; })];
-        }
-      }
-      if (trace.visible !== visible) { change.visible = visible; }
-      if (Object.keys(change).length) { Plotly.restyle(gd, change, [index]); }
+      var cull = visible && meta && (escaped || !trace.visible);
+      if (!cull && trace.visible === visible) { continue; }
+      var keep = cull ? near(meta, area) : null;
+      var pick = function (values, current) {
+        return keep ? keep.map(function (i) { return values[i]; }) : current;
+      };
+      which.push(index);
+      change.visible.push(visible);
+      change.x.push(pick(meta ? meta.x : [], trace.x));
+      change.y.push(pick(meta ? meta.y : [], trace.y));
+      change.text.push(pick(meta ? meta.text : [], trace.text));
+      change['textfont.color'].push(pick(meta ? meta.color : [], trace.textfont.color));
     }
+    if (which.length) { Plotly.restyle(gd, change, which); }
   }
   gd.on('plotly_relayout', update);
   update();

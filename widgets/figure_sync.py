@@ -81,9 +81,24 @@ def sync_figure(target: go.FigureWidget, fig: go.Figure, *, view: bool = False) 
         target.data[EDGES].line.width = fig.data[EDGES].line.width
         target.data[ARROWS].marker.size = fig.data[ARROWS].marker.size
         target.layout.meta = fig.layout.meta
+        target._oge_text_view = None
         if view:
-            target.layout.xaxis.range = fig.layout.xaxis.range
-            target.layout.yaxis.range = fig.layout.yaxis.range
+            target.layout.xaxis.range, target.layout.yaxis.range = _view_like(target, fig)
+
+
+def _view_like(target: go.FigureWidget, fig: go.Figure) -> tuple[list[float], list[float]]:
+    """The new figure's first view, as wide as the plot now shows (one scale on both axes).
+
+    Given both ranges, plotly keeps the more zoomed-in one; the figure's x range
+    assumes a square plot, so it is widened to the aspect of the current view.
+    """
+    (x0, x1), (y0, y1) = fig.layout.xaxis.range, fig.layout.yaxis.range
+    old_x, old_y = target.layout.xaxis.range, target.layout.yaxis.range
+    if old_x and old_y and old_y[1] != old_y[0]:
+        aspect = abs(old_x[1] - old_x[0]) / abs(old_y[1] - old_y[0])
+        center, half = (x0 + x1) / 2, max(abs(x1 - x0), abs(y1 - y0) * aspect) / 2
+        return [center - half, center + half], [y0, y1]
+    return [x0, x1], [y0, y1]
 
 
 def show_text_for_view(target: go.FigureWidget, x_range: Any, y_range: Any) -> None:
@@ -104,14 +119,25 @@ def show_text_for_view(target: go.FigureWidget, x_range: Any, y_range: Any) -> N
     text, shapes = text_visibility(
         nodes.x, nodes.y, edge_meta["x"], edge_meta["y"], x_range, y_range, plot_height(target.layout)
     )
+    (x0, x1), (y0, y1) = sorted(x_range), sorted(y_range)
+    # the drawn text covers the view it was culled for, widened by half on each side (text_in_view):
+    # cull again only when the view leaves that area
+    culled = getattr(target, "_oge_text_view", None)
+    escaped = culled is None
+    if culled is not None:
+        (cx0, cx1), (cy0, cy1) = culled
+        dx, dy = (cx1 - cx0) / 2, (cy1 - cy0) / 2
+        escaped = not (cx0 - dx <= x0 and x1 <= cx1 + dx and cy0 - dy <= y0 and y1 <= cy1 + dy)
+    if escaped and (text or shapes):
+        culled = ((x0, x1), (y0, y1))
+        target._oge_text_view = culled
     with target.batch_update():
         for i, show in ((LABELS, text), (DETAILS, text), (EDGE_LABELS, shapes)):
             trace = target.data[i]
-            if show and trace.meta:  # draw only the text near the view
-                shown = text_in_view(trace.meta, x_range, y_range)
-                if list(trace.x or ()) != shown["x"] or list(trace.y or ()) != shown["y"]:
-                    trace.x, trace.y, trace.text = shown["x"], shown["y"], shown["text"]
-                    trace.textfont.color = shown["color"]
+            if show and trace.meta and culled and (escaped or not trace.visible):
+                shown = text_in_view(trace.meta, *culled)
+                trace.x, trace.y, trace.text = shown["x"], shown["y"], shown["text"]
+                trace.textfont.color = shown["color"]
             if trace.visible != show:
                 trace.visible = show
 

@@ -81,5 +81,8 @@ def test_stepper_runs_steps_and_highlights_the_diff(
     assert "FusedConv" in page.locator(".oge-fusions").inner_text()
     table = page.locator(".oge-steps").inner_text()
     assert "fuse_bn_into_conv" in table and "ort:extended" in table
+    panels = page.locator(".oge-pass-stepper .js-plotly-plot").first
+    panels.scroll_into_view_if_needed()
+    page.wait_for_timeout(1500)  # let plotly finish drawing the new step
     screenshot(page, "stepper-resnet18")
     assert blocked_requests == []
