@@ -25,6 +25,7 @@ True
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -73,6 +74,7 @@ LINE_PX = 12.0
 MAX_BODY_LINES = 3
 """At most this many body lines; the rest is in the hover text and the details panel."""
 
+_INVENTED = re.compile(r"unk__\d+")  # dimension names that shape inference invents for unknown sizes
 _PAD_PX = 6.0  # below the last body line
 _FOOT_PX = 5.0  # the body strip of a box without body text (it shows the overlay colour)
 _SIDE_PX = 8.0  # left and right of the widest line
@@ -118,12 +120,14 @@ def dims_text(shape: Sequence[Any] | None) -> str:
     --------
     >>> dims_text((64, 3, 7, 7)), dims_text(("batch", None)), dims_text(()), dims_text(None)
     ('64×3×7×7', 'batch×?', 'scalar', '?')
+    >>> dims_text(("batch", "unk__1", 256))  # names shape inference made up read as unknown
+    'batch×?×256'
     """
     if shape is None:
         return "?"
     if len(shape) == 0:
         return "scalar"
-    return "×".join("?" if d is None else str(d) for d in shape)
+    return "×".join("?" if d is None or _INVENTED.fullmatch(str(d)) else str(d) for d in shape)
 
 
 @lru_cache(maxsize=4096)
