@@ -145,6 +145,7 @@ _GAP_BOXES = 24.0 / PX_PER_UNIT  # least room between neighbouring boxes of one 
 _GAP_BEND = 12.0 / PX_PER_UNIT  # least room between a box and an edge passing it
 _MAX_X_SCALE = 3.0
 _CORNER_POINTS = 3  # points per rounded box corner (fewer points: faster redraws)
+_LABEL_DX, _LABEL_DY = 2.0 / PX_PER_UNIT, 10.0 / PX_PER_UNIT  # a tensor shape's place below its source
 _INSET = 6.0 / PX_PER_UNIT  # body text starts this far right of the box's left edge
 
 DIFF_COLORS = {
@@ -499,13 +500,10 @@ def _edge_routes(layout: Layout, geo: BoxGeometry) -> list[np.ndarray]:
     return routes
 
 
-def _curves(routes: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Smooth curves through the routes (cubic Beziers with vertical tangents), one NaN after each.
-
-    Returns x, y and, for each route, the index of the middle of its first segment (for a label).
-    """
+def _curves(routes: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Smooth curves through the routes (cubic Beziers with vertical tangents), one NaN after each."""
     if not routes:
-        return np.empty(0), np.empty(0), np.empty(0, dtype=int)
+        return np.empty(0), np.empty(0)
     k = _CURVE_SAMPLES
     counts = np.array([len(r) - 1 for r in routes])
     starts = np.concatenate([r[:-1] for r in routes])
@@ -524,7 +522,7 @@ def _curves(routes: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.nd
     out[idx, 0], out[idx, 1] = sx, sy
     last = np.array([r[-1] for r in routes])
     out[edge_start + counts * k] = last
-    return out[:, 0], out[:, 1], edge_start + k // 2
+    return out[:, 0], out[:, 1]
 
 
 def _rects(
@@ -835,26 +833,25 @@ def graph_figure(
     groups = np.array([d["kind"] == "group" for d in datas], dtype=bool)
 
     routes = _edge_routes(layout, geo)
-    edge_x, edge_y, label_at = _curves(routes)
+    edge_x, edge_y = _curves(routes)
     arrows = len(layout.edges) <= ARROW_LIMIT
     if arrows and routes:
         ends = np.array([r[-1] for r in routes])
         arrow_x, arrow_y = ends[:, 0], ends[:, 1] - _ARROW
     else:
         arrow_x = arrow_y = np.empty(0)
-    if len(layout.edges) <= _EDGE_LABEL_MAX and len(label_at):
+    if len(layout.edges) <= _EDGE_LABEL_MAX and routes:
         shapes = _tensor_shapes(graph, layout)
-        # one label per tensor: on the most upright of the edges that carry it
-        best: dict[tuple[str, str], int] = {}
+        # one label per tensor, just below its source and right of where its edges leave: the edges
+        # start straight down and only then bend away, so the label crosses none of them
+        first: dict[tuple[str, str], int] = {}
         texts = [_edge_label(layout.edge_tensors.get(e, ()), shapes) for e in layout.edges]
-        for k, ((u, _), route) in enumerate(zip(layout.edges, routes, strict=True)):
-            lean = abs(route[1, 0] - route[0, 0])
-            key = (u, texts[k])
-            if key not in best or lean < abs(routes[best[key]][1, 0] - routes[best[key]][0, 0]):
-                best[key] = k
-        chosen = np.array(sorted(best.values()), dtype=int)
+        for k, (u, _) in enumerate(layout.edges):
+            first.setdefault((u, texts[k]), k)
+        chosen = sorted(first.values())
         edge_text = [texts[k] for k in chosen]
-        label_x, label_y = edge_x[label_at[chosen]], edge_y[label_at[chosen]]
+        starts = np.array([routes[k][0] for k in chosen], dtype=float).reshape(-1, 2)
+        label_x, label_y = starts[:, 0] + _LABEL_DX, starts[:, 1] - _LABEL_DY
     else:
         edge_text, label_x, label_y = [], np.empty(0), np.empty(0)
 
