@@ -135,7 +135,7 @@ def _phase(kind: str, path: str) -> Callable[[], Any]:
     def file_to_figure() -> Any:
         lay.clear_cache()
         graph = explorer.load(path)
-        layout = lay.layered(graph, collapse=lay.auto_collapse(graph))
+        layout = lay.layered(graph, collapse=lay.auto_collapse(graph), node_size="auto")
         return graph_figure(graph, layout)
 
     return file_to_figure

@@ -1,21 +1,42 @@
 """Figures: pure functions from results to plotly figures (no widgets, no state).
 
-The CLI, the HTML report and the notebook widgets all draw with these. The
-graph figure has a fixed trace order, so widgets can update it in place:
+The CLI, the HTML report and the notebook widgets all draw with these. A graph
+is drawn the way people read graphs (as Netron does): each op is a box sized
+to its text, with a header naming the op, coloured by its category (see
+:mod:`explorer.op_categories`, shown in the legend), and a body with the
+weights' shapes and key attributes; collapsed scopes are stacked boxes with
+their name, node count and op mix; edges are smooth curves (vertical
+tangents at every point of the layout's route) with tensor shapes beside
+them. Box text shows from :data:`~explorer.node_boxes.TEXT_ZOOM` pixels per
+layout unit on, edge shapes when at most :data:`EDGE_LABEL_LIMIT` are in
+view (:func:`text_visibility`; GraphView and the report's script follow the
+zoom). The axes keep one scale (``scaleanchor``), so boxes keep their shape.
 
-0. ``edges``: one ``scattergl`` line trace, polylines separated by ``None``;
-1. ``arrows``: arrowheads (triangles just above each edge's target), where they fit;
-2. ``nodes``: one ``scattergl`` marker trace, ``customdata`` = item id;
-3. ``labels``: op-type labels, shown when few enough items are in view.
+The graph figure has a fixed trace order, so widgets can update it in place
+(WebGL traces are drawn above the SVG ones whatever their index):
+
+0. ``edges``: one ``scattergl`` line trace, curves separated by NaN (one gap per edge);
+1. ``arrows``: arrowheads (``scattergl`` triangles) on each target's top edge, where they fit;
+2. ``nodes``: one invisible ``scattergl`` marker per item at its box centre, for hover and
+   clicks; ``customdata`` = item id, ``marker.color`` = the item's colour (category, colour-by
+   or overlay), ``marker.line`` = :func:`selection_ring`;
+3. ``shadows``: the stacked look of collapsed scopes (SVG, filled);
+4. ``BODIES`` (:data:`BODY_SLOTS` SVG traces, filled): box bodies, one trace per body colour
+   (white; or the overlay / colour-by colour, tinted, with a strong outline);
+5. ``HEADS`` (one SVG trace per category of the data file, filled): headers, in the legend;
+6. ``selection``: the outline of the selected box;
+7. ``labels``: header text (op type, scope name);
+8. ``details``: body text (weights, attributes, op mix, shapes);
+9. ``edge labels``: tensor shapes beside the edges.
 
 Examples
 --------
 >>> from explorer import load
 >>> fig = graph_figure(load("zoo:mlp"))
->>> [t.name for t in fig.data]
-['edges', 'arrows', 'nodes', 'labels']
->>> len(fig.data[NODES].x)
-8
+>>> [fig.data[i].name for i in (EDGES, ARROWS, NODES, LABELS, DETAILS, EDGE_LABELS)]
+['edges', 'arrows', 'nodes', 'labels', 'details', 'edge labels']
+>>> len(fig.data[NODES].x), len(fig.data) == TRACE_COUNT
+(8, True)
 """
 
 from __future__ import annotations
@@ -24,16 +45,32 @@ import hashlib
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.colors import qualitative
+from plotly.colors import hex_to_rgb, qualitative, sample_colorscale, unlabel_rgb
 
-from .layout import GROUP_PREFIX, Layout, auto_collapse, layered
+from .layout import BOX_GAP, GROUP_PREFIX, Layout, auto_collapse, layered
+from .node_boxes import (
+    BODY_FONT,
+    HEADER_FONT,
+    HEADER_PX,
+    PX_PER_UNIT,
+    TEXT_ZOOM,
+    BoxText,
+    box_size_px,
+    box_text,
+    dims_text,
+    group_data,
+)
+from .op_categories import CATEGORIES, category_of
 from .tensors import format_bytes, format_shape
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from .diff import GraphDiff
     from .graph import ModelGraph
     from .summary import ModelSummary
@@ -43,32 +80,73 @@ __all__ = [
     "EDGES",
     "ARROWS",
     "NODES",
+    "SHADOWS",
+    "BODIES",
+    "HEADS",
+    "SELECTION",
     "LABELS",
+    "DETAILS",
+    "EDGE_LABELS",
+    "TRACE_COUNT",
+    "BODY_SLOTS",
     "LABEL_LIMIT",
+    "EDGE_LABEL_LIMIT",
     "ARROW_LIMIT",
     "DIFF_COLORS",
     "COLOR_BY",
+    "BoxGeometry",
+    "box_geometry",
+    "item_data",
     "graph_figure",
     "node_colors",
     "node_hover",
     "diff_overlay",
     "fusion_notes",
     "op_color",
+    "category_color",
     "selection_ring",
+    "selection_outline",
+    "text_visibility",
+    "text_in_view",
+    "plot_height",
     "op_histogram_figure",
     "timeline_figure",
     "initial_view",
-    "VIEW_LAYERS",
 ]
 
-EDGES, ARROWS, NODES, LABELS = 0, 1, 2, 3
-"""Trace indices of :func:`graph_figure`."""
+BODY_SLOTS = 24
+"""Body traces: at most this many body colours in one figure (more share the last one)."""
+
+EDGES, ARROWS, NODES, SHADOWS = 0, 1, 2, 3
+BODIES = 4
+"""Index of the first body trace (:data:`BODY_SLOTS` of them)."""
+HEADS = BODIES + BODY_SLOTS
+"""Index of the first header trace (one per category, in :data:`~explorer.op_categories.CATEGORIES` order)."""
+SELECTION = HEADS + len(CATEGORIES)
+LABELS, DETAILS, EDGE_LABELS = SELECTION + 1, SELECTION + 2, SELECTION + 3
+TRACE_COUNT = EDGE_LABELS + 1
+"""How many traces :func:`graph_figure` draws (always the same)."""
 
 LABEL_LIMIT = 250
-"""Labels are drawn when at most this many items are in view."""
+"""Box text is drawn when at most this many items are in view (and the zoom is close enough)."""
+
+EDGE_LABEL_LIMIT = 60
+"""Tensor shapes beside edges are drawn when at most this many edges are in view."""
 
 ARROW_LIMIT = 3000
 """Arrowheads are drawn when the figure has at most this many edges."""
+
+_EDGE_LABEL_MAX = 5000  # no edge labels at all above this many edges (they could never show)
+_CURVE_SAMPLES = 10  # points per curved segment of an edge
+_RADIUS = 5.0 / PX_PER_UNIT  # box corner radius
+_SHADOW = 6.0 / PX_PER_UNIT  # offset of a collapsed scope's stacked card
+_ARROW = 5.0 / PX_PER_UNIT  # arrowhead centre above the target's top edge
+_GAP_BOXES = BOX_GAP  # least room between neighbouring boxes of one layer: the layout's rule
+_GAP_BEND = 12.0 / PX_PER_UNIT  # least room between a box and an edge passing it
+_MAX_X_SCALE = 3.0
+_CORNER_POINTS = 3  # points per rounded box corner (fewer points: faster redraws)
+_LABEL_DX, _LABEL_DY = 2.0 / PX_PER_UNIT, 10.0 / PX_PER_UNIT  # a tensor shape's place below its source
+_INSET = 6.0 / PX_PER_UNIT  # body text starts this far right of the box's left edge
 
 DIFF_COLORS = {
     "added": "#2ca02c",
@@ -85,10 +163,18 @@ COLOR_BY = ("op_type", "scope", "kind")
 _PALETTE = list(qualitative.Dark24) + list(qualitative.Light24)
 _KIND_COLORS = {"input": "#1f77b4", "output": "#17becf", "outer": "#7f7f7f", "constant": "#bcbd22"}
 _GROUP_COLOR = "#8c8c8c"
+_BODY = "#ffffff"
+_GROUP_BODY = "#f2f2f2"
+_NEUTRAL_LINE = "#8c8c8c"
+_PLAIN_BODIES = frozenset({_BODY, _GROUP_BODY})
+_MARGIN = {"l": 10, "r": 10, "b": 46}  # the legend sits below the plot (two rows fit)
 
 
 def selection_ring(items: Sequence[str], selected: str | None) -> tuple[Any, Any]:
     """Marker outline widths and colours that ring the ``selected`` item (scalars when none is).
+
+    The ``nodes`` trace keeps them as the selection's record; the box outline
+    that shows it is :func:`selection_outline`.
 
     Examples
     --------
@@ -103,7 +189,7 @@ def selection_ring(items: Sequence[str], selected: str | None) -> tuple[Any, Any
 
 
 def op_color(name: str) -> str:
-    """A stable colour for an op type (or any category name).
+    """A stable colour for any category name (scopes, domains, overlay categories).
 
     Examples
     --------
@@ -114,9 +200,29 @@ def op_color(name: str) -> str:
     return _PALETTE[digest % len(_PALETTE)]
 
 
-def _item_data(graph: ModelGraph, layout: Layout, item: str) -> dict[str, Any]:
+def category_color(op_type: str, domain: str = "") -> str:
+    """The header colour of an op type's category (the colour op boxes and histogram bars share).
+
+    Examples
+    --------
+    >>> category_color("Conv") == CATEGORIES["conv"].color
+    True
+    """
+    return CATEGORIES[category_of({"kind": "op", "op_type": op_type, "domain": domain})].color
+
+
+def item_data(graph: ModelGraph, layout: Layout, item: str) -> dict[str, Any]:
+    """The data dict of a drawn item: the node's data, or :func:`~explorer.node_boxes.group_data`.
+
+    Examples
+    --------
+    >>> from explorer import load
+    >>> g = load("zoo:resnet18")
+    >>> item_data(g, layered(g, collapse=1), "scope:layer1")["ops"]["Conv"]
+    4
+    """
     if item.startswith(GROUP_PREFIX) and item in layout.groups:
-        return {"kind": "group", "scope": layout.scopes[item], "members": layout.groups[item]}
+        return group_data(graph, layout.scopes[item], layout.groups[item])
     return graph.nx.nodes[item]
 
 
@@ -134,10 +240,12 @@ def node_hover(graph: ModelGraph, layout: Layout, item: str) -> str:
     >>> "Gemm" in node_hover(g, layered(g), "/fc1/Gemm")
     True
     """
-    data = _item_data(graph, layout, item)
+    return _hover(graph, item_data(graph, layout, item), item)
+
+
+def _hover(graph: ModelGraph, data: Mapping[str, Any], item: str) -> str:
     if data["kind"] == "group":
-        ops = Counter(graph.nx.nodes[m].get("op_type", "?") for m in data["members"])
-        top = ", ".join(f"{op} {n}" for op, n in ops.most_common(6))
+        top = ", ".join(f"{op} {n}" for op, n in data["ops"].most_common(6))
         name = "/".join(data["scope"])
         return f"<b>{name}</b><br>{len(data['members'])} nodes: {top}<br><i>click to expand</i>"
     lines = [f"<b>{data['op_type']}</b> {data['name'] or item}"]
@@ -171,14 +279,15 @@ def node_colors(
     overlay: Mapping[str, Any] | None = None,
     palette: Mapping[str, str] | None = None,
 ) -> list[Any]:
-    """Marker colours of the visible items, in ``layout.positions`` order.
+    """Colours of the visible items, in ``layout.positions`` order.
 
     Parameters
     ----------
     graph, layout
         What is drawn.
     color_by : str
-        ``"op_type"``, ``"scope"`` or ``"kind"``; ignored when ``overlay`` is given.
+        ``"op_type"`` (the op's category colour), ``"scope"`` or ``"kind"``;
+        ignored when ``overlay`` is given.
     overlay : mapping, optional
         Item (or node id inside a collapsed group) -> category (str) or value
         (number). Categories use ``palette`` (default :data:`DIFF_COLORS`, then
@@ -193,10 +302,22 @@ def node_colors(
     >>> len(node_colors(g, layered(g))) == len(layered(g).positions)
     True
     """
+    return _colors(
+        graph, layout, [item_data(graph, layout, i) for i in layout.positions], color_by, overlay, palette
+    )
+
+
+def _colors(
+    graph: ModelGraph,
+    layout: Layout,
+    datas: Sequence[Mapping[str, Any]],
+    color_by: str,
+    overlay: Mapping[str, Any] | None,
+    palette: Mapping[str, str] | None,
+) -> list[Any]:
     colors: list[Any] = []
     palette = dict(DIFF_COLORS if palette is None else palette)
-    for item in layout.positions:
-        data = _item_data(graph, layout, item)
+    for item, data in zip(layout.positions, datas, strict=True):
         if overlay is not None:
             value = overlay.get(item)
             if value is None and data["kind"] == "group":
@@ -220,7 +341,7 @@ def node_colors(
         elif color_by == "kind":
             colors.append(op_color(data.get("domain") or "ai.onnx"))
         else:
-            colors.append(op_color(data["op_type"]))
+            colors.append(CATEGORIES[category_of(data)].color)
     return colors
 
 
@@ -236,32 +357,205 @@ def _group_value(values: Sequence[Any]) -> Any:
     return ranked.most_common(1)[0][0]
 
 
-def _edge_xy(layout: Layout) -> tuple[np.ndarray, np.ndarray]:
-    """All edge polylines in two arrays, each polyline followed by a NaN (a gap in the line)."""
-    points: list[tuple[float, float]] = []
-    gap = (math.nan, math.nan)
-    for edge in layout.edges:
-        points.extend(layout.edge_points.get(edge) or (layout.positions[edge[0]], layout.positions[edge[1]]))
-        points.append(gap)
-    array = np.array(points, dtype=float).reshape(-1, 2)
-    return array[:, 0], array[:, 1]
+# -- geometry ------------------------------------------------------------------------------------
 
 
-def _arrow_xy(layout: Layout) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    xs, ys, angles = [], [], []
-    gap = 0.28 * layout.vgap
-    for edge in layout.edges:
-        points = layout.edge_points.get(edge) or (layout.positions[edge[0]], layout.positions[edge[1]])
-        (x0, y0), (x1, y1) = points[-2], points[-1]
-        length = math.hypot(x1 - x0, y1 - y0)
-        if length == 0:
-            continue
-        t = max(0.0, 1 - gap / length)
-        xs.append(x0 + (x1 - x0) * t)
-        ys.append(y0 + (y1 - y0) * t)
-        # plotly's marker angle turns clockwise from "up"; triangle-up pointing along the edge
-        angles.append(math.degrees(math.atan2(x1 - x0, y1 - y0)))
-    return np.array(xs, dtype=float), np.array(ys, dtype=float), np.array(angles, dtype=float)
+@dataclass(frozen=True)
+class BoxGeometry:
+    """Where each item's box is drawn, in figure coordinates (layout units, x scaled).
+
+    Attributes
+    ----------
+    items : tuple of str
+        Items in ``layout.positions`` order.
+    x, y : numpy.ndarray
+        Box centres.
+    width, height : numpy.ndarray
+        Box sizes (layout units, :func:`~explorer.node_boxes.node_box_size`).
+    texts : tuple of BoxText
+        Header and body text of each box.
+    x_scale : float
+        How much the layout's x was stretched so neighbouring boxes do not
+        overlap (1 when the layout already leaves room for the boxes).
+    """
+
+    items: tuple[str, ...]
+    x: np.ndarray
+    y: np.ndarray
+    width: np.ndarray
+    height: np.ndarray
+    texts: tuple[BoxText, ...]
+    x_scale: float
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per box.
+
+        Examples
+        --------
+        >>> from explorer import load
+        >>> g = load("zoo:mlp")
+        >>> list(box_geometry(g, layered(g)).to_frame().columns)
+        ['item', 'x', 'y', 'width', 'height', 'header', 'category']
+        """
+        import pandas as pd
+
+        return pd.DataFrame(
+            {
+                "item": list(self.items),
+                "x": self.x,
+                "y": self.y,
+                "width": self.width,
+                "height": self.height,
+                "header": [t.header for t in self.texts],
+                "category": [t.category for t in self.texts],
+            }
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict.
+
+        Examples
+        --------
+        >>> from explorer import load
+        >>> g = load("zoo:mlp")
+        >>> box_geometry(g, layered(g)).to_dict()["x_scale"]
+        1.0
+        """
+        return {
+            "items": list(self.items),
+            "x": self.x.tolist(),
+            "y": self.y.tolist(),
+            "width": self.width.tolist(),
+            "height": self.height.tolist(),
+            "texts": [t.to_dict() for t in self.texts],
+            "x_scale": self.x_scale,
+        }
+
+
+def box_geometry(
+    graph: ModelGraph, layout: Layout, datas: Sequence[Mapping[str, Any]] | None = None
+) -> BoxGeometry:
+    """Box centres and sizes of every visible item, with the layout's x stretched where boxes would overlap.
+
+    Examples
+    --------
+    >>> from explorer import load
+    >>> g = load("zoo:resnet18")
+    >>> geo = box_geometry(g, layered(g))
+    >>> len(geo.items) == len(geo.width), geo.x_scale >= 1
+    (True, True)
+    """
+    items = tuple(layout.positions)
+    if datas is None:
+        datas = [item_data(graph, layout, i) for i in items]
+    texts = tuple(box_text(d) for d in datas)
+    sizes = np.array([box_size_px(t) for t in texts], dtype=float).reshape(-1, 2) / PX_PER_UNIT
+    coords = np.array([layout.positions[i] for i in items], dtype=float).reshape(-1, 2)
+    scale = _x_scale(layout, items, coords[:, 0], sizes[:, 0])
+    return BoxGeometry(items, coords[:, 0] * scale, coords[:, 1], sizes[:, 0], sizes[:, 1], texts, scale)
+
+
+def _x_scale(layout: Layout, items: Sequence[str], xs: np.ndarray, widths: np.ndarray) -> float:
+    """The least stretch of x that leaves room between neighbouring boxes (and edges passing them)."""
+    if len(items) < 2:
+        return 1.0
+    rows = [layout.layers[i] for i in items]
+    half = list(widths / 2)
+    bend_x: list[float] = []
+    bend_row: list[int] = []
+    vgap = layout.vgap or 1.0
+    for points in layout.edge_points.values():
+        for x, y in points[1:-1]:
+            bend_x.append(x)
+            bend_row.append(round(-y / vgap))
+    row = np.array(rows + bend_row, dtype=float)
+    x = np.concatenate([xs, np.array(bend_x, dtype=float)])
+    hw = np.array(half + [0.0] * len(bend_x), dtype=float)
+    is_box = np.array([True] * len(items) + [False] * len(bend_x))
+    order = np.lexsort((x, row))
+    row, x, hw, is_box = row[order], x[order], hw[order], is_box[order]
+    same = (row[1:] == row[:-1]) & (is_box[1:] | is_box[:-1])
+    dx = x[1:] - x[:-1]
+    gap = np.where(is_box[1:] & is_box[:-1], _GAP_BOXES, _GAP_BEND)
+    need = hw[1:] + hw[:-1] + gap
+    ok = same & (dx > 1e-9)
+    if not ok.any():
+        return 1.0
+    return float(min(_MAX_X_SCALE, max(1.0, float((need[ok] / dx[ok]).max()))))
+
+
+def _edge_routes(layout: Layout, geo: BoxGeometry) -> list[np.ndarray]:
+    """Each edge's route in figure coordinates, from the source's bottom edge to the target's top edge."""
+    index = {item: k for k, item in enumerate(geo.items)}
+    scale = geo.x_scale
+    vgap = layout.vgap or 1.0
+    band: dict[int, float] = {}  # half the tallest box of each layer: a lane runs straight past it
+    for k, item in enumerate(geo.items):
+        row = layout.layers.get(item, 0)
+        band[row] = max(band.get(row, 0.0), float(geo.height[k]) / 2)
+    routes = []
+    for u, v in layout.edges:
+        iu, iv = index[u], index[v]
+        points = layout.edge_points.get((u, v)) or ((0.0, 0.0), (0.0, 0.0))
+        inner = []
+        for x, y in points[1:-1]:  # a bend becomes a vertical run past its layer's boxes
+            half = band.get(round(-y / vgap), 0.0)
+            inner += [(x * scale, y + half), (x * scale, y - half)]
+        start = (geo.x[iu], geo.y[iu] - geo.height[iu] / 2)
+        end = (geo.x[iv], geo.y[iv] + geo.height[iv] / 2 + 2 * _ARROW)
+        routes.append(np.array([start, *inner, end], dtype=float))
+    return routes
+
+
+def _curves(routes: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Smooth curves through the routes (cubic Beziers with vertical tangents), one NaN after each."""
+    if not routes:
+        return np.empty(0), np.empty(0)
+    k = _CURVE_SAMPLES
+    counts = np.array([len(r) - 1 for r in routes])
+    starts = np.concatenate([r[:-1] for r in routes])
+    ends = np.concatenate([r[1:] for r in routes])
+    t = np.linspace(0.0, 1.0, k, endpoint=False)[None, :]
+    a = (1 - t) ** 3 + 3 * (1 - t) ** 2 * t  # weight of the start (x): both x-controls sit above their ends
+    mid = (starts[:, 1:2] + ends[:, 1:2]) / 2
+    sx = starts[:, 0:1] * a + ends[:, 0:1] * (1 - a)
+    sy = starts[:, 1:2] * (1 - t) ** 3 + mid * 3 * (1 - t) * t + ends[:, 1:2] * t**3
+    blocks = counts * k + 2
+    edge_start = np.cumsum(blocks) - blocks
+    seg_edge = np.repeat(np.arange(len(routes)), counts)
+    seg_rank = np.arange(len(starts)) - np.repeat(np.cumsum(counts) - counts, counts)
+    idx = (edge_start[seg_edge] + seg_rank * k)[:, None] + np.arange(k)[None, :]
+    out = np.full((int(blocks.sum()), 2), np.nan)
+    out[idx, 0], out[idx, 1] = sx, sy
+    last = np.array([r[-1] for r in routes])
+    out[edge_start + counts * k] = last
+    return out[:, 0], out[:, 1]
+
+
+def _rects(
+    x0: np.ndarray, x1: np.ndarray, y0: np.ndarray, y1: np.ndarray, top: float, bottom: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Rounded rectangles (corner radius ``top`` above, ``bottom`` below), each closed and followed by NaN."""
+    n = len(x0)
+    if n == 0:
+        return np.empty(0), np.empty(0)
+    quarter = np.linspace(0.0, math.pi / 2, _CORNER_POINTS)
+    parts_x, parts_y = [], []
+    limit = np.minimum(x1 - x0, y1 - y0) / 2
+    # corners counter-clockwise from the top right: (base x, base y, sign x, sign y, radius)
+    for k, (bx, by, sx, sy, r) in enumerate(
+        ((x1, y1, -1, -1, top), (x0, y1, 1, -1, top), (x0, y0, 1, 1, bottom), (x1, y0, -1, 1, bottom))
+    ):
+        radius = np.minimum(r, limit)[:, None]
+        angles = quarter[None, :] + k * math.pi / 2
+        parts_x.append(bx[:, None] + sx * radius + radius * np.cos(angles))
+        parts_y.append(by[:, None] + sy * radius + radius * np.sin(angles))
+    px, py = np.concatenate(parts_x, axis=1), np.concatenate(parts_y, axis=1)
+    gap = np.full((n, 1), np.nan)
+    return (
+        np.concatenate([px, px[:, :1], gap], axis=1).ravel(),
+        np.concatenate([py, py[:, :1], gap], axis=1).ravel(),
+    )
 
 
 def fusion_notes(diff: GraphDiff, side: str = "after") -> dict[str, str]:
@@ -306,6 +600,171 @@ def diff_overlay(diff: GraphDiff, side: str = "after") -> dict[str, str]:
     return diff.status_after() if side == "after" else diff.status_before()
 
 
+def _rgb(color: str) -> tuple[float, float, float] | None:
+    try:
+        if color.startswith("#"):
+            return tuple(float(c) for c in hex_to_rgb(color))  # type: ignore[return-value]
+        if color.startswith("rgb"):
+            return tuple(float(c) for c in unlabel_rgb(color))  # type: ignore[return-value]
+    except (ValueError, TypeError):
+        return None
+    return None
+
+
+def _tint(color: str, amount: float = 0.55) -> str:
+    rgb = _rgb(color)
+    if rgb is None:
+        return color
+    r, g, b = (round(c + (255 - c) * amount) for c in rgb)
+    return f"#{r:02x}{g:02x}{b:02x}"
+
+
+def _body_colors(
+    colors: Sequence[Any], datas: Sequence[Mapping[str, Any]], plain: bool, colorscale: str
+) -> list[str]:
+    """Each box's body colour key: plain white (grey for scopes), or the item's colour."""
+    if plain:
+        return [_GROUP_BODY if d["kind"] == "group" else _BODY for d in datas]
+    plain_colors = {"#e5e5e5", *_KIND_COLORS.values()}  # no value, or a graph input / output: plain
+    colors = [
+        (_GROUP_BODY if d["kind"] == "group" else _BODY) if isinstance(c, str) and c in plain_colors else c
+        for c, d in zip(colors, datas, strict=True)
+    ]
+    numbers = [c for c in colors if isinstance(c, float)]
+    if not numbers:
+        return [str(c) for c in colors]
+    low, high = min(numbers), max(numbers)
+    span = (high - low) or 1.0
+    levels = BODY_SLOTS - 2  # a numeric overlay is binned into this many colours
+    keys = []
+    for c in colors:
+        if isinstance(c, float):
+            keys.append(
+                sample_colorscale(colorscale, [round((c - low) / span * (levels - 1)) / (levels - 1)])[0]
+            )
+        else:
+            keys.append(str(c))
+    return keys
+
+
+def text_visibility(
+    x: Sequence[float],
+    y: Sequence[float],
+    edge_x: Sequence[float],
+    edge_y: Sequence[float],
+    x_range: Sequence[float],
+    y_range: Sequence[float],
+    plot_px: float,
+) -> tuple[bool, bool]:
+    """Whether box text and edge shapes should show in a view (GraphView and the report ask this).
+
+    Box text shows when the zoom reaches :data:`~explorer.node_boxes.TEXT_ZOOM`
+    pixels per layout unit and at most :data:`LABEL_LIMIT` boxes are in view;
+    edge shapes also need at most :data:`EDGE_LABEL_LIMIT` edge labels in view.
+
+    Parameters
+    ----------
+    x, y : sequence of float
+        Box centres (the ``nodes`` trace).
+    edge_x, edge_y : sequence of float
+        Edge label positions (the ``edge labels`` trace).
+    x_range, y_range : sequence of float
+        The view.
+    plot_px : float
+        Height of the plot area in pixels (:func:`plot_height`).
+
+    Examples
+    --------
+    >>> text_visibility([0], [0], [0], [-0.5], [-3, 3], [-3, 3], 600)
+    (True, True)
+    >>> text_visibility([0], [0], [0], [-0.5], [-300, 300], [-300, 300], 600)
+    (False, False)
+    """
+    (x0, x1), (y0, y1) = sorted(x_range), sorted(y_range)
+    if y1 <= y0 or plot_px / (y1 - y0) < TEXT_ZOOM:
+        return False, False
+    xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    boxes = int(((xs >= x0) & (xs <= x1) & (ys >= y0) & (ys <= y1)).sum())
+    ex, ey = np.asarray(edge_x, dtype=float), np.asarray(edge_y, dtype=float)
+    edges = int(((ex >= x0) & (ex <= x1) & (ey >= y0) & (ey <= y1)).sum())
+    return boxes <= LABEL_LIMIT, boxes <= LABEL_LIMIT and edges <= EDGE_LABEL_LIMIT
+
+
+def plot_height(layout: Any) -> float:
+    """Height in pixels of a graph figure's plot area (figure height less its margins).
+
+    Examples
+    --------
+    >>> from explorer import load
+    >>> plot_height(graph_figure(load("zoo:mlp"), height=500).layout)
+    444.0
+    """
+    margin = layout.margin
+    return float((layout.height or 700) - (margin.t or 0) - (margin.b or 0))
+
+
+def selection_outline(
+    graph: ModelGraph, layout: Layout, item: str | None, center: tuple[float, float] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The outline around a selected item's box (empty when ``item`` is None).
+
+    ``center`` is the box centre in the figure (the ``nodes`` trace's x and y),
+    by default the layout's position.
+
+    Examples
+    --------
+    >>> from explorer import load
+    >>> g = load("zoo:mlp")
+    >>> xs, ys = selection_outline(g, layered(g), "/fc1/Gemm")
+    >>> len(xs) == len(ys) > 4
+    True
+    """
+    if item is None:
+        return np.empty(0), np.empty(0)
+    x, y = center if center is not None else layout.positions[item]
+    w, h = (v / PX_PER_UNIT for v in box_size_px(box_text(item_data(graph, layout, item))))
+    pad = 4.0 / PX_PER_UNIT
+    return _rects(
+        np.array([x - w / 2 - pad]),
+        np.array([x + w / 2 + pad]),
+        np.array([y - h / 2 - pad]),
+        np.array([y + h / 2 + pad]),
+        _RADIUS + pad,
+        _RADIUS + pad,
+    )
+
+
+def _tensor_shapes(graph: ModelGraph, layout: Layout) -> dict[str, Any]:
+    """Tensor name -> shape, for the tensors the visible edges stand for."""
+    nx_graph = graph.nx
+    shapes: dict[str, Any] = {}
+    producers: dict[str, str] | None = None
+    for (u, _), tensors in layout.edge_tensors.items():
+        missing = [t for t in tensors if t not in shapes]
+        if not missing:
+            continue
+        if u in nx_graph:
+            sources = [u]
+        else:  # a collapsed scope: the members that make the tensors
+            if producers is None:
+                producers = {out: n for n, outs in nx_graph.nodes(data="outputs") for out in outs or ()}
+            sources = [producers[t] for t in missing if t in producers]
+        for source in sources:
+            for _, _, key, shape in nx_graph.out_edges(source, keys=True, data="shape"):
+                shapes.setdefault(key, shape)
+    return shapes
+
+
+def _edge_label(tensors: Sequence[str], shapes: Mapping[str, Any]) -> str:
+    if not tensors:
+        return ""
+    first = tensors[0]
+    text = dims_text(shapes[first]) if first in shapes else ""
+    if len(tensors) > 1:
+        text += f" +{len(tensors) - 1}"
+    return " " + text
+
+
 def graph_figure(
     graph: ModelGraph,
     layout: Layout | None = None,
@@ -320,7 +779,7 @@ def graph_figure(
     selected: str | None = None,
     notes: Mapping[str, str] | None = None,
 ) -> go.Figure:
-    """Draw a ModelGraph: nodes, edges with arrowheads, op labels, hover details.
+    """Draw a ModelGraph: op boxes by category, smooth edges with arrowheads and shapes, hover details.
 
     Parameters
     ----------
@@ -331,9 +790,11 @@ def graph_figure(
         :func:`~explorer.layout.auto_collapse` (big graphs open collapsed).
     overlay : mapping, optional
         Per-node values or categories to colour by (see :func:`node_colors`),
-        e.g. :func:`diff_overlay`, partitions or latencies.
+        e.g. :func:`diff_overlay`, partitions or latencies: box bodies take the
+        colour (tinted) and a strong outline; headers keep the op category.
     color_by : str
-        One of :data:`COLOR_BY` when there is no overlay.
+        One of :data:`COLOR_BY` when there is no overlay (``"op_type"``: plain
+        white bodies under category headers; the others colour the bodies).
     palette : mapping, optional
         Category colours of a categorical overlay.
     colorscale : str
@@ -343,9 +804,9 @@ def graph_figure(
     height : int
         Figure height in pixels.
     labels : bool, optional
-        Show op labels; by default when at most :data:`LABEL_LIMIT` items are drawn.
+        Show box text; by default when the first view is close enough (:func:`text_visibility`).
     selected : str, optional
-        An item to mark with a ring.
+        An item to outline.
     notes : mapping, optional
         Item -> a line added to its hover text (e.g. the fusion it took part in).
 
@@ -357,140 +818,347 @@ def graph_figure(
     --------
     >>> from explorer import load
     >>> fig = graph_figure(load("zoo:resnet18"), title="ResNet-18")
-    >>> fig.data[NODES].type, fig.data[EDGES].mode
-    ('scattergl', 'lines')
+    >>> fig.data[NODES].type, fig.data[EDGES].mode, fig.data[HEADS].fill
+    ('scattergl', 'lines', 'toself')
     """
     if layout is None:
-        layout = layered(graph, collapse=auto_collapse(graph))
+        layout = layered(graph, collapse=auto_collapse(graph), node_size="auto")
     items = list(layout.positions)
-    coords = np.array([layout.positions[i] for i in items], dtype=float).reshape(-1, 2)
-    xs, ys = coords[:, 0], coords[:, 1]
-    colors = node_colors(graph, layout, color_by, overlay, palette)
-    numeric = any(isinstance(c, float) for c in colors)  # node_colors gives colour strings or values
-    hover = [node_hover(graph, layout, i) for i in items]
+    datas = [item_data(graph, layout, i) for i in items]
+    geo = box_geometry(graph, layout, datas)
+    colors = _colors(graph, layout, datas, color_by, overlay, palette)
+    numeric = any(isinstance(c, float) for c in colors)  # colour strings, or values for a scale
+    hover = [_hover(graph, d, i) for d, i in zip(datas, items, strict=True)]
     if notes:
         hover = [f"{h}<br><i>{notes[i]}</i>" if i in notes else h for h, i in zip(hover, items, strict=True)]
-    is_group = [i in layout.groups for i in items]
-    # numpy arrays and scalars where possible: plotly validates Python lists element by element
-    sizes = np.array(
-        [
-            min(34, 14 + 3 * math.log2(len(layout.groups[i]))) if g else 12
-            for i, g in zip(items, is_group, strict=True)
-        ],
-        dtype=float,
-    )
-    symbols: Any = ["square" if g else "circle" for g in is_group] if any(is_group) else "circle"
     line_widths, line_colors = selection_ring(items, selected)
 
-    edge_x, edge_y = _edge_xy(layout)
+    x0, x1 = geo.x - geo.width / 2, geo.x + geo.width / 2
+    y0, y1 = geo.y - geo.height / 2, geo.y + geo.height / 2
+    head_h = HEADER_PX / PX_PER_UNIT
+    categories = [t.category for t in geo.texts]
+    groups = np.array([d["kind"] == "group" for d in datas], dtype=bool)
+
+    routes = _edge_routes(layout, geo)
+    edge_x, edge_y = _curves(routes)
     arrows = len(layout.edges) <= ARROW_LIMIT
-    arrow_x, arrow_y, arrow_angle = _arrow_xy(layout) if arrows else (np.empty(0), np.empty(0), np.empty(0))
-    show_labels = len(items) <= LABEL_LIMIT if labels is None else labels
-    label_text = [_label(graph, layout, i) for i in items]
+    if arrows and routes:
+        ends = np.array([r[-1] for r in routes])
+        arrow_x, arrow_y = ends[:, 0], ends[:, 1] - _ARROW
+    else:
+        arrow_x = arrow_y = np.empty(0)
+    if len(layout.edges) <= _EDGE_LABEL_MAX and routes:
+        shapes = _tensor_shapes(graph, layout)
+        # one label per tensor, just below its source and right of where its edges leave: the edges
+        # start straight down and only then bend away, so the label crosses none of them
+        first: dict[tuple[str, str], int] = {}
+        texts = [_edge_label(layout.edge_tensors.get(e, ()), shapes) for e in layout.edges]
+        for k, (u, _) in enumerate(layout.edges):
+            first.setdefault((u, texts[k]), k)
+        chosen = sorted(first.values())
+        edge_text = [texts[k] for k in chosen]
+        starts = np.array([routes[k][0] for k in chosen], dtype=float).reshape(-1, 2)
+        label_x, label_y = starts[:, 0] + _LABEL_DX, starts[:, 1] - _LABEL_DY
+    else:
+        edge_text, label_x, label_y = [], np.empty(0), np.empty(0)
+
+    x_range, y_range = initial_view(geo, plot_height_px := float(height - _top_margin(title) - _MARGIN["b"]))
+    auto_text, auto_edges = text_visibility(geo.x, geo.y, label_x, label_y, x_range, y_range, plot_height_px)
+    show_text = auto_text if labels is None else labels
+    show_edges = auto_edges if labels is None else labels
 
     marker: dict[str, Any] = {
-        "size": sizes,
-        "symbol": symbols,
+        "size": 10,
+        "symbol": "square",
         "line": {"width": line_widths, "color": line_colors},
-        "opacity": 0.95,
+        "opacity": 0,
     }
     if numeric:
         known = [c for c in colors if isinstance(c, float)]
         floor = min(known)  # items without a value take the bottom of the scale
         values = np.array([c if isinstance(c, float) else floor for c in colors], dtype=float)
-        marker.update(color=values, colorscale=colorscale, showscale=True, colorbar={"thickness": 12})
+        marker.update(
+            color=values, colorscale=colorscale, showscale=True, colorbar={"thickness": 12, "len": 0.5}
+        )
     else:
         marker["color"] = colors
 
-    fig = go.Figure(
-        data=[
-            go.Scattergl(
-                x=edge_x,
-                y=edge_y,
-                mode="lines",
-                name="edges",
-                hoverinfo="skip",
-                line={"width": 1, "color": "#9a9a9a"},
-                showlegend=False,
-            ),
-            go.Scattergl(
-                x=arrow_x,
-                y=arrow_y,
-                mode="markers",
-                name="arrows",
-                hoverinfo="skip",
-                showlegend=False,
-                marker={"symbol": "triangle-up", "size": 7, "color": "#8a8a8a", "angle": arrow_angle},
-            ),
-            go.Scattergl(
-                x=xs,
-                y=ys,
-                mode="markers",
-                name="nodes",
-                customdata=items,
-                hovertext=hover,
-                hoverinfo="text",
-                marker=marker,
-                showlegend=False,
-            ),
-            go.Scatter(
-                x=xs,
-                y=ys,
-                mode="text",
-                name="labels",
-                text=label_text,
-                textposition="middle right",
-                textfont={"size": 10, "color": "#333"},
-                hoverinfo="skip",
-                visible=show_labels,
-                showlegend=False,
-            ),
-        ]
+    traces: list[Any] = [
+        dict(
+            type="scattergl",
+            x=edge_x,
+            y=edge_y,
+            mode="lines",
+            name="edges",
+            hoverinfo="skip",
+            line={"width": 1.2, "color": "#5f5f5f"},
+            showlegend=False,
+        ),
+        dict(
+            type="scattergl",
+            x=arrow_x,
+            y=arrow_y,
+            mode="markers",
+            name="arrows",
+            hoverinfo="skip",
+            showlegend=False,
+            marker={"symbol": "triangle-down", "size": 7, "color": "#5f5f5f"},
+        ),
+        dict(
+            type="scattergl",
+            x=geo.x,
+            y=geo.y,
+            mode="markers",
+            name="nodes",
+            customdata=items,
+            hovertext=hover,
+            hoverinfo="text",
+            marker=marker,
+            showlegend=False,
+        ),
+    ]
+    sx, sy = _rects(
+        x0[groups] + _SHADOW,
+        x1[groups] + _SHADOW,
+        y0[groups] - _SHADOW,
+        y1[groups] - _SHADOW,
+        _RADIUS,
+        _RADIUS,
     )
-    x_range, y_range = initial_view(layout)
-    fig.update_layout(
+    traces.append(_fill("shadows", sx, sy, "#c9c9c9", "#9a9a9a", 0.8))
+
+    plain = overlay is None and color_by == "op_type"
+    keys = _body_colors(colors, datas, plain, colorscale)
+    slots = list(dict.fromkeys(keys))[:BODY_SLOTS]
+    slot_of = {k: min(n, BODY_SLOTS - 1) for n, k in enumerate(dict.fromkeys(keys))}
+    key_array = np.array([slot_of[k] for k in keys], dtype=int)
+    legend_bodies = overlay is not None and not numeric
+    names = {}
+    if legend_bodies:
+        palette_names = {v: k for k, v in dict(DIFF_COLORS if palette is None else palette).items()}
+        names = {k: palette_names.get(k, k) for k in slots}
+    for slot in range(BODY_SLOTS):
+        mask = key_array == slot
+        bx, by = _rects(x0[mask], x1[mask], y0[mask], y1[mask], _RADIUS, _RADIUS)
+        key = slots[slot] if slot < len(slots) else _BODY
+        strong = key not in _PLAIN_BODIES
+        traces.append(
+            _fill(
+                names.get(key, f"body {slot}"),
+                bx,
+                by,
+                _tint(key) if strong else key,
+                key if strong else _NEUTRAL_LINE,
+                2.4 if strong else 0.8,
+                legend=legend_bodies and slot < len(slots) and strong,
+            )
+        )
+    category_array = np.array(categories, dtype=object)
+    for name, category in CATEGORIES.items():
+        mask = category_array == name
+        hx, hy = _rects(x0[mask], x1[mask], y1[mask] - head_h, y1[mask], _RADIUS, 0.0)
+        traces.append(
+            _fill(category.legend, hx, hy, category.color, category.color, 0.5, legend=bool(mask.any()))
+        )
+
+    if selected is not None and selected in layout.positions:
+        k = items.index(selected)
+        sel_x, sel_y = selection_outline(graph, layout, selected, (geo.x[k], geo.y[k]))
+    else:
+        sel_x, sel_y = np.empty(0), np.empty(0)
+    traces.append(
+        dict(
+            type="scatter",
+            x=sel_x,
+            y=sel_y,
+            mode="lines",
+            name="selection",
+            hoverinfo="skip",
+            showlegend=False,
+            line={"width": 3, "color": "#111"},
+        )
+    )
+    # plotly widens the narrow x range of the first view to the plot: draw the text of a wide view
+    center, span = (x_range[0] + x_range[1]) / 2, y_range[1] - y_range[0]
+    view = ([center - 2 * span, center + 2 * span], y_range)
+    has_body = np.array([bool(t.body) for t in geo.texts], dtype=bool)
+    traces += [
+        _text_trace(
+            "labels",
+            geo.x,
+            y1 - head_h / 2,
+            [t.header for t in geo.texts],
+            [CATEGORIES[c].text for c in categories],
+            "middle center",
+            HEADER_FONT,
+            show_text,
+            view,
+        ),
+        _text_trace(
+            "details",
+            (x0 + _INSET)[has_body],
+            ((y1 - head_h + y0) / 2)[has_body],
+            ["<br>".join(t.body) for t in geo.texts if t.body],
+            ["#333"] * int(has_body.sum()),
+            "middle right",
+            BODY_FONT,
+            show_text,
+            view,
+        ),
+        _text_trace(
+            "edge labels",
+            label_x,
+            label_y,
+            edge_text,
+            ["#666"] * len(edge_text),
+            "middle right",
+            8,
+            show_edges,
+            view,
+        ),
+    ]
+    layout_props = dict(
         title=title,
         height=height,
-        margin={"l": 10, "r": 10, "t": 40 if title else 10, "b": 10},
+        margin={**_MARGIN, "t": _top_margin(title)},
         plot_bgcolor="white",
         paper_bgcolor="white",
         dragmode="pan",
         hovermode="closest",
+        hoverdistance=40,
         uirevision=layout.version or "graph",
         xaxis={"visible": False, "range": x_range},
-        yaxis={"visible": False, "range": y_range},
+        yaxis={"visible": False, "range": y_range, "scaleanchor": "x", "scaleratio": 1},
         hoverlabel={"align": "left", "font": {"family": "monospace", "size": 11}},
+        legend={
+            "orientation": "h",
+            "x": 0,
+            "y": 0,
+            "yanchor": "top",
+            "font": {"size": 11},
+            "itemclick": False,
+            "itemdoubleclick": False,
+            "bgcolor": "rgba(255,255,255,0.8)",
+        },
+        showlegend=True,
+        meta={"x_scale": geo.x_scale},
     )
-    return fig
+    # the traces are built here, with numpy arrays: plotly's validation would cost more than the drawing
+    return go.Figure(data=traces, layout=layout_props, _validate=False)
 
 
-VIEW_LAYERS = 32
-"""The first view shows at most this many layers (the top of the graph); pan or zoom for the rest."""
+def _top_margin(title: str | None) -> int:
+    return 40 if title else 10
 
 
-def initial_view(layout: Layout) -> tuple[list[float], list[float]]:
-    """Axis ranges of the first view: the whole width, and the top :data:`VIEW_LAYERS` layers.
+def _text_trace(
+    name: str,
+    x: np.ndarray,
+    y: np.ndarray,
+    text: Sequence[str],
+    colors: Sequence[str],
+    position: str,
+    size: int,
+    show: bool,
+    view: tuple[Sequence[float], Sequence[float]],
+) -> dict[str, Any]:
+    """A text trace holding all its text in ``meta``, drawing what is near the view (:func:`text_in_view`)."""
+    meta = {"x": np.asarray(x, dtype=float).tolist(), "y": np.asarray(y, dtype=float).tolist()}
+    meta.update(text=list(text), color=list(colors))
+    shown = text_in_view(meta, *view) if show else text_in_view(meta, [0.0, 0.0], [1.0, -1.0])
+    return dict(
+        type="scatter",
+        mode="text",
+        name=name,
+        x=shown["x"],
+        y=shown["y"],
+        text=shown["text"],
+        textposition=position,
+        textfont={"size": size, "color": shown["color"]},
+        hoverinfo="skip",
+        visible=show,
+        showlegend=False,
+        meta=meta,
+    )
+
+
+def text_in_view(
+    meta: Mapping[str, Sequence[Any]], x_range: Sequence[float], y_range: Sequence[float]
+) -> dict[str, list[Any]]:
+    """The part of a text trace's ``meta`` (``x``, ``y``, ``text``, ``color``) near a view.
+
+    Text traces draw only this part (a few hundred SVG texts at most), so a
+    1k-node graph pans as fast with its text shown as without; GraphView and
+    the report's script call it again when the view moves. The view is
+    widened by half its size on each side, so small pans need no update.
+
+    Examples
+    --------
+    >>> meta = {"x": [0, 5, 50], "y": [0, 0, 0], "text": ["a", "b", "c"], "color": ["#000"] * 3}
+    >>> text_in_view(meta, [-1, 1], [-1, 1])["text"]
+    ['a']
+    >>> text_in_view(meta, [-10, 10], [-1, 1])["text"]
+    ['a', 'b']
+    """
+    (x0, x1), (y0, y1) = sorted(x_range), sorted(y_range)
+    dx, dy = (x1 - x0) / 2, (y1 - y0) / 2
+    xs, ys = np.asarray(meta["x"], dtype=float), np.asarray(meta["y"], dtype=float)
+    keep = np.flatnonzero((xs >= x0 - dx) & (xs <= x1 + dx) & (ys >= y0 - dy) & (ys <= y1 + dy))
+    text, color = meta["text"], meta["color"]
+    return {
+        "x": xs[keep].tolist(),
+        "y": ys[keep].tolist(),
+        "text": [text[k] for k in keep],
+        "color": [color[k] for k in keep],
+    }
+
+
+def _fill(
+    name: str, x: np.ndarray, y: np.ndarray, fill: str, line: str, width: float, legend: bool = False
+) -> dict[str, Any]:
+    return dict(
+        type="scatter",
+        x=x,
+        y=y,
+        mode="lines",
+        fill="toself",
+        fillcolor=fill,
+        hoveron="points",  # no point-in-polygon tests on every mouse move
+        name=name,
+        line={"color": line, "width": width},
+        hoverinfo="skip",
+        showlegend=legend,
+    )
+
+
+def initial_view(geo: BoxGeometry, plot_px: float = 660.0) -> tuple[list[float], list[float]]:
+    """Axis ranges of the first view: the top of the graph at the reading zoom (the whole graph if it fits).
+
+    The x range is as wide as the y range is tall: with one scale on both axes
+    plotly widens it to a wider plot, so the y range sets the zoom (and a plot
+    narrower than tall, such as the stepper's panels, zooms out only a little).
 
     Examples
     --------
     >>> from explorer import load
-    >>> x_range, y_range = initial_view(layered(load("zoo:mlp")))
+    >>> g = load("zoo:mlp")
+    >>> x_range, y_range = initial_view(box_geometry(g, layered(g)))
     >>> y_range[1] > 0 > y_range[0]
     True
     """
-    xmin, ymin, xmax, ymax = layout.bbox()
-    bottom = max(ymin, ymax - VIEW_LAYERS * layout.vgap)
-    return [xmin - layout.hgap, xmax + 2 * layout.hgap], [
-        bottom - 0.7 * layout.vgap,
-        ymax + 0.7 * layout.vgap,
-    ]
-
-
-def _label(graph: ModelGraph, layout: Layout, item: str) -> str:
-    if item in layout.groups:
-        return "  " + "/".join(layout.scopes[item][-1:]) + f" ({len(layout.groups[item])})"
-    data = graph.nx.nodes[item]
-    return "  " + (data["op_type"] if data["kind"] == "op" else data["name"])
+    if not geo.items:
+        return [-1.0, 1.0], [-1.0, 1.0]
+    top = float((geo.y + geo.height / 2).max()) + 0.3
+    bottom = float((geo.y - geo.height / 2).min()) - 0.3
+    span = plot_px / PX_PER_UNIT
+    full = top - bottom
+    if full <= plot_px / TEXT_ZOOM:  # the whole graph is readable: show all of it
+        span = max(full, plot_px / (1.5 * PX_PER_UNIT))
+    in_view = geo.y >= top - span
+    left = float((geo.x - geo.width / 2)[in_view].min())
+    right = float((geo.x + geo.width / 2)[in_view].max())
+    center, half = (left + right) / 2, 0.5 * span
+    return [center - half, center + half], [top - span, top]
 
 
 def op_histogram_figure(summary: ModelSummary, top: int = 30) -> go.Figure:
@@ -507,7 +1175,7 @@ def op_histogram_figure(summary: ModelSummary, top: int = 30) -> go.Figure:
         go.Bar(
             x=[op for op, _ in ops],
             y=[n for _, n in ops],
-            marker_color=[op_color(op) for op, _ in ops],
+            marker_color=[category_color(op) for op, _ in ops],
             hovertemplate="%{x}: %{y}<extra></extra>",
         )
     )

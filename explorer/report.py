@@ -1,8 +1,8 @@
 """A static, self-contained HTML report of a model: summary, op histogram, the graph, pipeline steps.
 
 plotly.js is bundled inline once, so the file opens with no network (teaching
-sessions, bug reports, machines without Jupyter). Labels appear when you zoom
-in far enough, as in the notebook view. The file is written atomically.
+sessions, bug reports, machines without Jupyter). Box text and tensor shapes appear
+when you zoom in far enough, as in the notebook view. The file is written atomically.
 
 Examples
 --------
@@ -28,6 +28,9 @@ import plotly.io as pio
 
 from . import __version__
 from .figures import (
+    DETAILS,
+    EDGE_LABEL_LIMIT,
+    EDGE_LABELS,
     LABEL_LIMIT,
     LABELS,
     NODES,
@@ -40,6 +43,7 @@ from .graph import ModelGraph
 from .io import write_text_atomic
 from .layout import auto_collapse, layered
 from .load import load
+from .node_boxes import TEXT_ZOOM
 
 __all__ = ["build_html", "save", "LABEL_TOGGLE_JS"]
 
@@ -47,21 +51,74 @@ LABEL_TOGGLE_JS = string.Template("""
 (function () {
   var gd = document.getElementById('{plot_id}');
   if (!gd) { return; }
-  function update() {
-    var xr = gd._fullLayout.xaxis.range, yr = gd._fullLayout.yaxis.range;
-    var nodes = gd.data[$nodes], n = 0;
-    for (var i = 0; i < nodes.x.length; i++) {
-      if (nodes.x[i] >= Math.min(xr[0], xr[1]) && nodes.x[i] <= Math.max(xr[0], xr[1]) &&
-          nodes.y[i] >= Math.min(yr[0], yr[1]) && nodes.y[i] <= Math.max(yr[0], yr[1])) { n++; }
+  var area = null;
+  function inView(xs, ys, x0, x1, y0, y1) {
+    var n = 0;
+    for (var i = 0; i < xs.length; i++) {
+      if (xs[i] >= x0 && xs[i] <= x1 && ys[i] >= y0 && ys[i] <= y1) { n++; }
     }
-    var show = n <= $limit;
-    if (gd.data[$labels].visible !== show) { Plotly.restyle(gd, {visible: show}, [$labels]); }
+    return n;
+  }
+  function near(meta, box) {
+    var keep = [];
+    for (var i = 0; i < meta.x.length; i++) {
+      if (meta.x[i] >= box[0] && meta.x[i] <= box[1] && meta.y[i] >= box[2] && meta.y[i] <= box[3]) {
+        keep.push(i);
+      }
+    }
+    return keep;
+  }
+  function update() {
+    var xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
+    var x0 = Math.min(xa.range[0], xa.range[1]), x1 = Math.max(xa.range[0], xa.range[1]);
+    var y0 = Math.min(ya.range[0], ya.range[1]), y1 = Math.max(ya.range[0], ya.range[1]);
+    var text = false, shapes = false, edges = gd.data[$edge_labels].meta || {x: [], y: []};
+    if (y1 > y0 && ya._length / (y1 - y0) >= $zoom) {
+      text = inView(gd.data[$nodes].x, gd.data[$nodes].y, x0, x1, y0, y1) <= $limit;
+      shapes = text && inView(edges.x, edges.y, x0, x1, y0, y1) <= $edge_limit;
+    }
+    // the text drawn covers the view widened by half its size on each side (as text_in_view does):
+    // it is culled again only when the view leaves that area, all three traces in one restyle
+    var escaped = !(area && x0 >= area[0] && x1 <= area[1] && y0 >= area[2] && y1 <= area[3]);
+    if (escaped && (text || shapes)) {
+      var dx = (x1 - x0) / 2, dy = (y1 - y0) / 2;
+      area = [x0 - dx, x1 + dx, y0 - dy, y1 + dy];
+    }
+    var wanted = [[$labels, text], [$details, text], [$edge_labels, shapes]];
+    var change = {x: [], y: [], text: [], 'textfont.color': [], visible: []}, which = [];
+    for (var k = 0; k < wanted.length; k++) {
+      var index = wanted[k][0], visible = wanted[k][1], trace = gd.data[index], meta = trace.meta;
+      var cull = visible && meta && (escaped || !trace.visible);
+      if (!cull && trace.visible === visible) { continue; }
+      var keep = cull ? near(meta, area) : null;
+      var pick = function (values, current) {
+        return keep ? keep.map(function (i) { return values[i]; }) : current;
+      };
+      which.push(index);
+      change.visible.push(visible);
+      change.x.push(pick(meta ? meta.x : [], trace.x));
+      change.y.push(pick(meta ? meta.y : [], trace.y));
+      change.text.push(pick(meta ? meta.text : [], trace.text));
+      change['textfont.color'].push(pick(meta ? meta.color : [], trace.textfont.color));
+    }
+    if (which.length) { Plotly.restyle(gd, change, which); }
   }
   gd.on('plotly_relayout', update);
   update();
 })();
-""").substitute(nodes=NODES, labels=LABELS, limit=LABEL_LIMIT)
-"""Shows op labels in the report's graph once few enough nodes are in view (plotly's ``post_script``)."""
+""").substitute(
+    nodes=NODES,
+    labels=LABELS,
+    details=DETAILS,
+    edge_labels=EDGE_LABELS,
+    limit=LABEL_LIMIT,
+    edge_limit=EDGE_LABEL_LIMIT,
+    zoom=TEXT_ZOOM,
+)
+"""Shows box text and edge shapes in the report's graphs once the zoom makes them readable (``post_script``).
+
+The same rule as :func:`explorer.figures.text_visibility` (GraphView's), in the page.
+"""
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 16px 24px; color: #222; }
@@ -120,7 +177,7 @@ def build_html(
     summary = graph.summary()
     title = title or f"onnx-graph-explorer: {graph.source}"
     depth = auto_collapse(graph) if collapse == "auto" else collapse
-    layout = layered(graph, collapse=depth)
+    layout = layered(graph, collapse=depth, node_size="auto")
     parts = [
         "<!DOCTYPE html>",
         f'<html><head><meta charset="utf-8"><title>{html.escape(title)}</title>',
@@ -135,7 +192,9 @@ def build_html(
         final = timeline.snapshots[-1]
         overlay = diff_overlay(timeline.diff(len(timeline) - 1, against=0))
         final_layout = layered(
-            final.graph, collapse=auto_collapse(final.graph) if collapse == "auto" else collapse
+            final.graph,
+            collapse=auto_collapse(final.graph) if collapse == "auto" else collapse,
+            node_size="auto",
         )
         parts += [
             "<h2>Pipeline</h2>",

@@ -27,11 +27,20 @@ import plotly.graph_objects as go
 
 from explorer import load
 from explorer.details import details_html, node_details
-from explorer.figures import COLOR_BY, LABEL_LIMIT, LABELS, NODES, graph_figure, selection_ring
+from explorer.figures import (
+    COLOR_BY,
+    NODES,
+    SELECTION,
+    graph_figure,
+    plot_height,
+    selection_outline,
+    selection_ring,
+)
 from explorer.graph import ModelGraph
 from explorer.layout import GROUP_PREFIX, Layout, auto_collapse, collapse_group, expand, layered
+from explorer.node_boxes import PX_PER_UNIT
 
-from .figure_sync import sync_figure
+from .figure_sync import show_text_for_view, sync_figure
 
 __all__ = ["GraphView"]
 
@@ -99,7 +108,7 @@ class GraphView(w.VBox):
         self._match_index = 0
         self._on_select: list[Callable[[str], Any]] = []
         depth = auto_collapse(self.graph) if collapse == "auto" else collapse
-        self.layout_ = layered(self.graph, collapse=depth)
+        self.layout_ = layered(self.graph, collapse=depth, node_size="auto")
 
         self.figure = go.FigureWidget(self._figure(color_by))
         self.figure.data[NODES].on_click(self._clicked)
@@ -214,13 +223,7 @@ class GraphView(w.VBox):
         self.refresh()
 
     def _zoomed(self, layout: Any, x_range: Any, y_range: Any) -> None:
-        if not x_range or not y_range:
-            return
-        (x0, x1), (y0, y1) = sorted(x_range), sorted(y_range)
-        in_view = sum(1 for x, y in self.layout_.positions.values() if x0 <= x <= x1 and y0 <= y <= y1)
-        show = in_view <= LABEL_LIMIT
-        if self.figure.data[LABELS].visible != show:
-            self.figure.data[LABELS].visible = show
+        show_text_for_view(self.figure, x_range, y_range)
 
     def _searched(self, change: dict[str, Any]) -> None:
         self.find(change["new"])
@@ -262,10 +265,14 @@ class GraphView(w.VBox):
             buttons.append(button)
         self.subgraph_buttons.children = buttons
         nodes = self.figure.data[NODES]
-        widths, colors = selection_ring(list(nodes.customdata), item)
+        items = list(nodes.customdata)
+        widths, colors = selection_ring(items, item)
+        k = items.index(item)
+        outline = selection_outline(self.graph, self.layout_, item, (nodes.x[k], nodes.y[k]))
         with self.figure.batch_update():
             nodes.marker.line.width = widths
             nodes.marker.line.color = colors
+            self.figure.data[SELECTION].x, self.figure.data[SELECTION].y = outline
         for callback in self._on_select:
             callback(item)
 
@@ -322,7 +329,7 @@ class GraphView(w.VBox):
         >>> view.set_collapse(None); len(view.layout_.groups)
         0
         """
-        self.layout_ = layered(self.graph, collapse=collapse, previous=self.layout_)
+        self.layout_ = layered(self.graph, collapse=collapse, previous=self.layout_, node_size="auto")
         self.refresh(keep_view=False)
 
     def find(self, query: str) -> list[str]:
@@ -362,18 +369,22 @@ class GraphView(w.VBox):
             f"match {self._match_index + 1} of {len(self._matches)}: <code>{html.escape(target)}</code>"
         )
 
-    def center_on(self, item: str, span: float = 12.0) -> None:
-        """Move the view so ``item`` is in the middle (keeping a readable zoom).
+    def center_on(self, item: str, span: float | None = None) -> None:
+        """Move the view so ``item`` is in the middle, at the reading zoom (or ``span`` units up and down).
 
         Examples
         --------
         >>> view = GraphView("zoo:mlp")
         >>> view.center_on("/fc1/Gemm")
         """
-        x, y = self.layout_.positions[item]
+        nodes = self.figure.data[NODES]
+        k = list(nodes.customdata).index(item)
+        x, y = nodes.x[k], nodes.y[k]  # where the figure draws it (the layout's x may be stretched)
+        half = span if span is not None else plot_height(self.figure.layout) / PX_PER_UNIT / 2
         with self.figure.batch_update():
-            self.figure.layout.xaxis.range = [x - span, x + span]
-            self.figure.layout.yaxis.range = [y - span * 0.6, y + span * 0.6]
+            self.figure.layout.xaxis.range = [x - half / 2, x + half / 2]  # plotly widens x to the plot
+            self.figure.layout.yaxis.range = [y - half, y + half]
+        show_text_for_view(self.figure, self.figure.layout.xaxis.range, self.figure.layout.yaxis.range)
 
     def set_overlay(
         self, name: str, values: Mapping[str, Any], palette: Mapping[str, str] | None = None
@@ -409,7 +420,7 @@ class GraphView(w.VBox):
         """
         sub = self.graph.subgraphs[node_id][attr]
         self._stack.append((self.graph, self.layout_, f"{node_id}.{attr}"))
-        self.graph, self.layout_ = sub, layered(sub, collapse=auto_collapse(sub))
+        self.graph, self.layout_ = sub, layered(sub, collapse=auto_collapse(sub), node_size="auto")
         self.selected = None
         self.details.value = f"<i>subgraph {html.escape(attr)} of {html.escape(node_id)}</i>"
         self.subgraph_buttons.children = []

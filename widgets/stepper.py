@@ -35,7 +35,7 @@ from explorer.layout import Layout, auto_collapse, layered
 from explorer.passes import FAMILIES, get_pass, pass_names, split_pipeline
 from explorer.timeline import Timeline, run_pipeline
 
-from .figure_sync import sync_figure
+from .figure_sync import follow_zoom, sync_figure
 
 __all__ = ["PassStepper"]
 
@@ -128,6 +128,8 @@ class PassStepper(w.VBox):
         self.fusions.add_class("oge-fusions")
         self.before = go.FigureWidget(graph_figure(self.graph, height=height))
         self.after = go.FigureWidget(graph_figure(self.graph, height=height))
+        follow_zoom(self.before)
+        follow_zoom(self.after)
         self._height = height
 
         self.family.observe(self._family_changed, names="value")
@@ -265,7 +267,9 @@ class PassStepper(w.VBox):
         if index not in self._layouts:
             graph = self.timeline[index].graph if self.timeline else self.graph
             previous = self._layouts.get(index - 1)
-            self._layouts[index] = layered(graph, collapse=auto_collapse(graph), previous=previous)
+            self._layouts[index] = layered(
+                graph, collapse=auto_collapse(graph), previous=previous, node_size="auto"
+            )
         return self._layouts[index]
 
     def show(self, index: int) -> None:

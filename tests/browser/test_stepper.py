@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from explorer.figures import DIFF_COLORS, NODES
+from explorer.figures import DIFF_COLORS, LABELS, NODES, TRACE_COUNT
 from explorer.timeline import run_pipeline
 from tests.browser.jupyter import (
     LabServer,
@@ -28,8 +28,12 @@ pytestmark = pytest.mark.browser
 PIPELINE = "fuse_bn_into_conv,ort:extended"
 STATUS_OF_COLOR = {color: status for status, color in DIFF_COLORS.items()}
 PLOTS = "document.querySelectorAll('.oge-pass-stepper .js-plotly-plot')"
-BOTH_DRAWN = f"() => {PLOTS}.length == 2 && Array.from({PLOTS}).every(p => p.data && p.data.length == 4)"
-AFTER_HAS_NEW_NODES = f"() => Array.from({PLOTS}[1].data[3].text).some(t => t.includes('FusedConv'))"
+BOTH_DRAWN = (
+    f"() => {PLOTS}.length == 2 && Array.from({PLOTS}).every(p => p.data && p.data.length == {TRACE_COUNT})"
+)
+AFTER_HAS_NEW_NODES = (
+    f"() => Array.from({PLOTS}[1].data[{LABELS}].meta.text).some(t => t.includes('FusedConv'))"
+)
 
 
 def _highlights(page: Page, plot_index: int) -> dict[str, str]:
@@ -77,5 +81,8 @@ def test_stepper_runs_steps_and_highlights_the_diff(
     assert "FusedConv" in page.locator(".oge-fusions").inner_text()
     table = page.locator(".oge-steps").inner_text()
     assert "fuse_bn_into_conv" in table and "ort:extended" in table
+    panels = page.locator(".oge-pass-stepper .js-plotly-plot").first
+    panels.scroll_into_view_if_needed()
+    page.wait_for_timeout(1500)  # let plotly finish drawing the new step
     screenshot(page, "stepper-resnet18")
     assert blocked_requests == []

@@ -10,18 +10,29 @@ from explorer import load, zoo
 from explorer.diff import diff
 from explorer.figures import (
     ARROWS,
+    BODIES,
+    BODY_SLOTS,
+    DETAILS,
     DIFF_COLORS,
+    EDGE_LABELS,
     EDGES,
+    HEADS,
     LABELS,
     NODES,
+    SELECTION,
+    TRACE_COUNT,
+    box_geometry,
     diff_overlay,
     graph_figure,
     node_hover,
-    op_color,
     op_histogram_figure,
+    text_in_view,
+    text_visibility,
     timeline_figure,
 )
 from explorer.layout import layered
+from explorer.node_boxes import PX_PER_UNIT, node_box_size
+from explorer.op_categories import CATEGORIES
 from explorer.timeline import run_pipeline
 
 
@@ -29,7 +40,18 @@ def test_trace_order_and_one_marker_per_item() -> None:
     graph = load("zoo:resnet18")
     layout = layered(graph)
     fig = graph_figure(graph, layout)
-    assert [t.name for t in fig.data] == ["edges", "arrows", "nodes", "labels"]
+    names = [t.name for t in fig.data]
+    assert len(names) == TRACE_COUNT
+    assert [names[i] for i in (EDGES, ARROWS, NODES, SELECTION, LABELS, DETAILS, EDGE_LABELS)] == [
+        "edges",
+        "arrows",
+        "nodes",
+        "selection",
+        "labels",
+        "details",
+        "edge labels",
+    ]
+    assert names[HEADS : HEADS + len(CATEGORIES)] == [c.legend for c in CATEGORIES.values()]
     assert list(fig.data[NODES].customdata) == list(layout.positions)
     assert fig.data[NODES].type == "scattergl" and fig.data[EDGES].type == "scattergl"
     # one polyline per edge, separated by gaps
@@ -42,7 +64,9 @@ def test_colours_by_op_type_and_by_diff_overlay() -> None:
     graph = load("zoo:resnet18")
     fig = graph_figure(graph)
     colors = dict(zip(fig.data[NODES].customdata, fig.data[NODES].marker.color, strict=True))
-    assert colors["/conv1/Conv"] == op_color("Conv") == colors["/layer1/layer1.0/conv1/Conv"]
+    conv = CATEGORIES["conv"].color
+    assert colors["/conv1/Conv"] == conv == colors["/layer1/layer1.0/conv1/Conv"]
+    assert colors["/relu/Relu"] == CATEGORIES["activation"].color
     timeline = run_pipeline(graph, "fuse_bn_into_conv", verify=False)
     overlay = diff_overlay(timeline.diff(1), "before")
     fig = graph_figure(graph, overlay=overlay, palette=DIFF_COLORS)
@@ -50,6 +74,10 @@ def test_colours_by_op_type_and_by_diff_overlay() -> None:
     assert colors["/bn1/BatchNormalization"] == DIFF_COLORS["fused"]
     assert colors["/conv1/Conv"] == DIFF_COLORS["changed"]
     assert colors["/relu/Relu"] == DIFF_COLORS["kept"]
+    # the diff shows on the box bodies (tinted fill, outline in the status colour), under category headers
+    outlines = {fig.data[i].line.color for i in range(BODIES, BODIES + BODY_SLOTS) if len(fig.data[i].x)}
+    assert {DIFF_COLORS["fused"], DIFF_COLORS["changed"], DIFF_COLORS["kept"]} <= outlines
+    assert fig.data[HEADS].name == CATEGORIES["conv"].legend and len(fig.data[HEADS].x) > 0
 
 
 def test_numeric_overlay_uses_a_colour_scale() -> None:
@@ -96,3 +124,83 @@ def test_diff_overlay_sides() -> None:
     a = load("zoo:mlp")
     d = diff(a, a)
     assert set(diff_overlay(d, "after").values()) == {"kept"}
+
+
+def _boxes(fig, first: int, count: int) -> int:
+    """How many closed shapes (NaN-separated) the filled traces ``first..first+count`` draw."""
+    return sum(
+        int(np.isnan(np.asarray(fig.data[i].x, dtype=float)).sum()) for i in range(first, first + count)
+    )
+
+
+def test_boxes_are_sized_to_their_text_and_do_not_overlap() -> None:
+    graph = load("zoo:resnet18")
+    layout = layered(graph)
+    fig = graph_figure(graph, layout)
+    geo = box_geometry(graph, layout)
+    assert _boxes(fig, BODIES, BODY_SLOTS) == _boxes(fig, HEADS, len(CATEGORIES)) == len(layout.positions)
+    k = geo.items.index("/conv1/Conv")
+    assert (geo.width[k], geo.height[k]) == node_box_size(graph.nx.nodes["/conv1/Conv"])
+    assert geo.texts[k].header == "Conv" and "W 64×3×7×7" in geo.texts[k].body
+    assert geo.width[geo.items.index("/layer1/layer1.0/bn1/BatchNormalization")] > geo.width[k] * 0.9
+    # no two boxes overlap (the figure stretches x where the layout is too tight for the boxes)
+    x0, x1 = geo.x - geo.width / 2, geo.x + geo.width / 2
+    y0, y1 = geo.y - geo.height / 2, geo.y + geo.height / 2
+    overlap = (x0[:, None] < x1[None, :]) & (x0[None, :] < x1[:, None])
+    overlap &= (y0[:, None] < y1[None, :]) & (y0[None, :] < y1[:, None])
+    np.fill_diagonal(overlap, False)
+    assert not overlap.any()
+    # labels sit inside their boxes: header text in the header, body text in the body
+    labels, details = fig.data[LABELS], fig.data[DETAILS]
+    assert labels.meta["text"] == [t.header for t in geo.texts]  # all of it; the trace draws what is in view
+    assert 0 < len(labels.text) < len(geo.items) and set(labels.text) <= set(labels.meta["text"])
+    label_y = np.array(labels.meta["y"])
+    assert np.all((label_y > geo.y) & (label_y < y1))
+    has_body = np.array([bool(t.body) for t in geo.texts])
+    detail_x, detail_y = np.array(details.meta["x"]), np.array(details.meta["y"])
+    assert len(detail_x) == has_body.sum()
+    assert np.all((detail_x > x0[has_body]) & (detail_x < geo.x[has_body]))  # left-aligned inside
+    assert np.all((detail_y > y0[has_body]) & (detail_y < label_y[has_body]))
+
+
+def test_collapsed_scopes_read_as_groups() -> None:
+    graph = load("zoo:resnet18")
+    fig = graph_figure(graph, layered(graph, collapse=1))
+    labels = dict(zip(fig.data[NODES].customdata, fig.data[LABELS].meta["text"], strict=True))
+    assert labels["scope:layer1"] == "layer1 · 14 ops"
+    details = " ".join(fig.data[DETAILS].meta["text"])
+    assert "Conv ×4" in details and "BatchNormalization ×4" in details and "Add ×2" in details
+    assert fig.data[HEADS + list(CATEGORIES).index("group")].showlegend is True
+
+
+def test_edges_are_smooth_curves_with_shapes_beside_them() -> None:
+    graph = load("zoo:resnet18")
+    layout = layered(graph)
+    fig = graph_figure(graph, layout)
+    x = np.asarray(fig.data[EDGES].x, dtype=float)
+    # a curve has many points per edge, not a polyline's two or three
+    assert len(x) > 5 * len(layout.edges)
+    shapes = fig.data[EDGE_LABELS].meta["text"]
+    assert " batch×3×224×224" in shapes and " batch×64×56×56" in shapes
+    assert len(shapes) <= len(layout.edges)
+
+
+def test_text_follows_the_zoom() -> None:
+    graph = load("zoo:resnet18")
+    fig = graph_figure(graph, layered(graph))
+    nodes, edges = fig.data[NODES], fig.data[EDGE_LABELS].meta
+    x, y = float(nodes.x[0]), float(nodes.y[0])
+    near = PX_PER_UNIT  # the whole plot height is this many pixels for one unit: text fits
+    assert text_visibility(
+        nodes.x, nodes.y, edges["x"], edges["y"], [x - 1, x + 1], [y - 1, y + 1], 2 * near
+    ) == (
+        True,
+        True,
+    )
+    far = text_visibility(
+        nodes.x, nodes.y, edges["x"], edges["y"], [x - 50, x + 50], [y - 50, y + 50], 2 * near
+    )
+    assert far == (False, False)
+    # the text traces draw only the text near the view
+    near_view = text_in_view(fig.data[LABELS].meta, [x - 1, x + 1], [y - 1, y + 1])
+    assert 0 < len(near_view["text"]) < 10 and near_view["text"][0] == fig.data[LABELS].meta["text"][0]

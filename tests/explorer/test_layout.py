@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -508,10 +509,23 @@ def test_long_skip_edges_run_as_side_lanes_and_pass_no_box() -> None:
         assert len(set(bends)) == 1 and bends[0] != column  # one straight lane beside the column
         assert _boxes_crossed(layout, edge) == []
     for name in ("resnet18", "transformer"):
-        zoo_layout = lay.layered(load(f"zoo:{name}"), node_size="auto")
-        for edge, points in zoo_layout.edge_points.items():
-            if len(points) > 2:
-                assert _boxes_crossed(zoo_layout, edge) == [], (name, edge)
+        # as drawn: a lane runs straight past its layer's boxes and curves between layers
+        zoo_graph = load(f"zoo:{name}")
+        zoo_layout = lay.layered(zoo_graph, node_size="auto")
+        assert _drawn_edge_samples_in_boxes(zoo_graph, zoo_layout) == 0, name
+
+
+def _drawn_edge_samples_in_boxes(graph: Any, layout: lay.Layout) -> int:
+    """How many points of the figure's drawn edge curves lie inside a box."""
+    from explorer.figures import EDGES, box_geometry, graph_figure
+
+    geo = box_geometry(graph, layout)
+    trace = graph_figure(graph, layout).data[EDGES]
+    points = np.array([trace.x, trace.y], dtype=float).T
+    points = points[~np.isnan(points[:, 0])]
+    inside_x = np.abs(points[:, None, 0] - geo.x[None]) < geo.width[None] / 2 - 1e-6
+    inside_y = np.abs(points[:, None, 1] - geo.y[None]) < geo.height[None] / 2 - 1e-6
+    return int((inside_x & inside_y).sum())
 
 
 def test_the_main_path_of_a_resnet_block_is_straight() -> None:

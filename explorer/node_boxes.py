@@ -1,0 +1,311 @@
+"""What each drawn box says and how big it is: the header, the body lines and the size in layout units.
+
+An op box reads like Netron's: a header with the op type, coloured by its
+category (:mod:`explorer.op_categories`), and a body with the weights' shapes
+(``W 64×3×7×7``) and the op's key attributes. A collapsed scope says its
+name, node count and op mix; graph inputs and outputs say their shape.
+
+Sizes are in *layout units*: the units of :class:`explorer.layout.Layout`
+positions, where one layer is ``vgap = 1``. At the *reading zoom*,
+:data:`PX_PER_UNIT` pixels per unit, the text has its nominal size
+(:data:`HEADER_FONT`, :data:`BODY_FONT`) and fits its box; the figure shows the
+text from :data:`TEXT_ZOOM` pixels per unit on.
+
+Examples
+--------
+>>> from explorer import load
+>>> g = load("zoo:resnet18")
+>>> text = box_text(g.nx.nodes["/conv1/Conv"])
+>>> text.header, text.body[0]
+('Conv', 'W 64×3×7×7')
+>>> w, h = node_box_size(g.nx.nodes["/conv1/Conv"])
+>>> 0.5 < w < 2.5 and 0.2 < h < 0.8
+True
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from .op_categories import ATTRIBUTE_LABELS, KEY_ATTRIBUTES, category_of
+
+if TYPE_CHECKING:
+    from .graph import ModelGraph
+
+__all__ = [
+    "PX_PER_UNIT",
+    "TEXT_ZOOM",
+    "HEADER_FONT",
+    "BODY_FONT",
+    "HEADER_PX",
+    "LINE_PX",
+    "MAX_BODY_LINES",
+    "BoxText",
+    "box_text",
+    "node_box_size",
+    "box_size_px",
+    "group_data",
+    "dims_text",
+]
+
+PX_PER_UNIT = 80.0
+"""Reading zoom: pixels per layout unit at which box text has its nominal size and fits its box."""
+
+TEXT_ZOOM = 0.8 * PX_PER_UNIT
+"""Box text is shown from this many pixels per layout unit on (the width estimate has some slack)."""
+
+HEADER_FONT = 11
+"""Header font size (px)."""
+
+BODY_FONT = 9
+"""Body font size (px)."""
+
+HEADER_PX = 18.0
+"""Header height (px at the reading zoom)."""
+
+LINE_PX = 12.0
+"""Height of one body line (px at the reading zoom)."""
+
+MAX_BODY_LINES = 3
+"""At most this many body lines; the rest is in the hover text and the details panel."""
+
+_INVENTED = re.compile(r"unk__\d+")  # dimension names that shape inference invents for unknown sizes
+_PAD_PX = 6.0  # below the last body line
+_FOOT_PX = 5.0  # the body strip of a box without body text (it shows the overlay colour)
+_SIDE_PX = 8.0  # left and right of the widest line
+_MIN_WIDTH_PX = 56.0
+_LINE_CHARS = 26  # body lines are packed up to this many characters
+_HEADER_CHAR_PX = 0.6 * HEADER_FONT  # a generous average advance of a sans-serif character
+_BODY_CHAR_PX = 0.6 * BODY_FONT
+
+
+@dataclass(frozen=True)
+class BoxText:
+    """The text of one box.
+
+    Attributes
+    ----------
+    header : str
+        First line (op type, scope name, input name).
+    body : tuple of str
+        Further lines (weights, attributes, op mix, shape), at most :data:`MAX_BODY_LINES`.
+    category : str
+        Op category id (:mod:`explorer.op_categories`).
+    """
+
+    header: str
+    body: tuple[str, ...]
+    category: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The text as a JSON-ready dict.
+
+        Examples
+        --------
+        >>> BoxText("Relu", (), "activation").to_dict()
+        {'header': 'Relu', 'body': [], 'category': 'activation'}
+        """
+        return {"header": self.header, "body": list(self.body), "category": self.category}
+
+
+def dims_text(shape: Sequence[Any] | None) -> str:
+    """A shape the way a box or an edge shows it: ``64×3×7×7``, ``?`` for unknown dimensions.
+
+    Examples
+    --------
+    >>> dims_text((64, 3, 7, 7)), dims_text(("batch", None)), dims_text(()), dims_text(None)
+    ('64×3×7×7', 'batch×?', 'scalar', '?')
+    >>> dims_text(("batch", "unk__1", 256))  # names shape inference made up read as unknown
+    'batch×?×256'
+    """
+    if shape is None:
+        return "?"
+    if len(shape) == 0:
+        return "scalar"
+    return "×".join("?" if d is None or _INVENTED.fullmatch(str(d)) else str(d) for d in shape)
+
+
+@lru_cache(maxsize=4096)
+def _input_names(op_type: str, domain: str) -> tuple[str, ...]:
+    try:
+        import onnx.defs
+
+        schema = onnx.defs.get_schema(op_type, domain=domain or "")
+    except Exception:  # no schema (custom or contrib op): the tensor's own name is used
+        return ()
+    return tuple(param.name for param in schema.inputs)
+
+
+def _value_text(name: str, value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, (list, tuple)):
+        if value and all(v == value[0] for v in value) and name in ("strides", "pads", "dilations"):
+            return _value_text(name, value[0])
+        sep = "×" if name == "kernel_shape" else ","
+        if len(value) > 6:
+            return sep.join(_value_text(name, v) for v in value[:6]) + sep + "…"
+        return sep.join(_value_text(name, v) for v in value)
+    if isinstance(value, bytes):
+        value = value.decode(errors="replace")
+    text = str(value)
+    return text if len(text) <= 14 else text[:13] + "…"
+
+
+_TRIVIAL = {
+    "group": (1,),
+    "dilations": (1,),
+    "strides": (1,),
+    "pads": (0,),
+    "transA": (0,),
+    "transB": (0,),
+    "alpha": (1.0,),
+    "beta": (1.0,),
+}
+
+
+def _trivial(name: str, value: Any) -> bool:
+    plain = _TRIVIAL.get(name)
+    if plain is None:
+        return False
+    values = value if isinstance(value, (list, tuple)) else [value]
+    return all(v in plain for v in values)
+
+
+def _pack(items: Iterable[str], lines: int) -> list[str]:
+    """Pack short items into at most ``lines`` lines of up to ``_LINE_CHARS`` characters."""
+    out: list[str] = []
+    for item in items:
+        if len(item) > _LINE_CHARS:
+            item = item[: _LINE_CHARS - 1] + "…"
+        if out and len(out[-1]) + 2 + len(item) <= _LINE_CHARS:
+            out[-1] += "  " + item
+        elif len(out) < lines:
+            out.append(item)
+        else:
+            last = out[-1]
+            out[-1] = last if last.endswith("…") else last[: _LINE_CHARS - 2] + " …"
+            break
+    return out
+
+
+def _weight_label(data: Mapping[str, Any], name: str, names: Sequence[str]) -> str:
+    inputs = list(data.get("inputs") or ())
+    if names and name in inputs:
+        label = names[min(inputs.index(name), len(names) - 1)]
+    else:
+        label = name.rsplit(".", 1)[-1].rsplit("/", 1)[-1]
+    return label.removeprefix("input_")
+
+
+def _op_body(data: Mapping[str, Any]) -> list[str]:
+    op_type = data.get("op_type", "")
+    names = _input_names(op_type, data.get("domain") or "")
+    by_shape: dict[str, list[str]] = {}
+    values: list[str] = []
+    for weight in data.get("weights") or ():
+        label = _weight_label(data, weight.name, names)
+        if weight.values is not None and 0 < weight.numel <= 3:  # small constants: the value itself
+            shown = weight.values[0] if len(weight.shape) == 0 else list(weight.values)
+            values.append(f"{label} = {_value_text('', shown)}")
+        else:
+            by_shape.setdefault(dims_text(weight.shape), []).append(label)
+    weights = [f"{','.join(labels)} {shape}" for shape, labels in by_shape.items()] + values
+    attributes = dict(data.get("attributes") or {})
+    subgraphs = set(data.get("subgraphs") or ())
+    attrs = [
+        f"{ATTRIBUTE_LABELS.get(key, key)} {_value_text(key, attributes[key])}"
+        for key in KEY_ATTRIBUTES.get(op_type, ())
+        if key in attributes and key not in subgraphs and not _trivial(key, attributes[key])
+    ]
+    weight_lines = _pack(weights, 2 if attrs else MAX_BODY_LINES)
+    return weight_lines + _pack(attrs, MAX_BODY_LINES - len(weight_lines))
+
+
+def _short(text: str, limit: int = 28) -> str:
+    return text if len(text) <= limit else "…" + text[-(limit - 1) :]
+
+
+def box_text(data: Mapping[str, Any]) -> BoxText:
+    """The header and body lines of a node's (or a :func:`group_data`) box.
+
+    Examples
+    --------
+    >>> from explorer import load
+    >>> g = load("zoo:resnet18")
+    >>> box_text(g.nx.nodes["input:input"])
+    BoxText(header='input', body=('batch×3×224×224 float32',), category='io')
+    >>> layer1 = [n for n in g.nx if g.nx.nodes[n].get("scope", ())[:1] == ("layer1",)]
+    >>> box_text(group_data(g, ("layer1",), layer1))  # doctest: +NORMALIZE_WHITESPACE
+    BoxText(header='layer1 · 14 ops', body=('Conv ×4', 'BatchNormalization ×4', 'Relu ×4  Add ×2'),
+            category='group')
+    """
+    category = category_of(dict(data))
+    kind = data.get("kind", "op")
+    if kind == "group":
+        scope = data.get("scope") or ("?",)
+        count = len(data.get("members") or ())
+        ops: Mapping[str, int] = data.get("ops") or {}
+        mix = [f"{op} ×{n}" for op, n in Counter(ops).most_common()]
+        return BoxText(f"{_short(scope[-1])} · {count} ops", tuple(_pack(mix, MAX_BODY_LINES)), category)
+    if kind == "op":
+        return BoxText(data.get("op_type") or "?", tuple(_op_body(data)), category)
+    shape = data.get("shape")
+    body = f"{dims_text(shape)} {data.get('dtype') or ''}".strip() if shape is not None else ""
+    name = data.get("name") or kind
+    return BoxText(_short(str(name)), (body,) if body else (), category)
+
+
+def box_size_px(text: BoxText) -> tuple[float, float]:
+    """Width and height of a box in pixels at the reading zoom.
+
+    Examples
+    --------
+    >>> box_size_px(BoxText("Relu", (), "activation"))
+    (56.0, 23.0)
+    """
+    width = len(text.header) * _HEADER_CHAR_PX
+    if text.body:
+        width = max(width, max(len(line) for line in text.body) * _BODY_CHAR_PX)
+    height = HEADER_PX + (len(text.body) * LINE_PX + _PAD_PX if text.body else _FOOT_PX)
+    return max(_MIN_WIDTH_PX, width + 2 * _SIDE_PX), height
+
+
+def node_box_size(node_data: Mapping[str, Any]) -> tuple[float, float]:
+    """Width and height of a node's box in layout units (one layer is ``vgap = 1``).
+
+    ``node_data`` is a node's data dict (``graph.nx.nodes[node_id]``) or, for a
+    collapsed scope, :func:`group_data`. The layout leaves this much room
+    around each item; the text fits at :data:`PX_PER_UNIT` pixels per unit.
+
+    Examples
+    --------
+    >>> from explorer import load
+    >>> g = load("zoo:mlp")
+    >>> w, h = node_box_size(g.nx.nodes["/fc1/Gemm"])
+    >>> round(w, 3), round(h, 3)
+    (1.28, 0.6)
+    """
+    width, height = box_size_px(box_text(node_data))
+    return width / PX_PER_UNIT, height / PX_PER_UNIT
+
+
+def group_data(graph: ModelGraph, scope: Sequence[str], members: Iterable[str]) -> dict[str, Any]:
+    """The data dict of a collapsed scope's box: kind, scope, members and op mix.
+
+    Examples
+    --------
+    >>> from explorer import load
+    >>> g = load("zoo:mlp")
+    >>> group_data(g, ("fc1",), ["/fc1/Gemm"])["ops"]
+    Counter({'Gemm': 1})
+    """
+    members = list(members)
+    nodes = graph.nx.nodes
+    ops = Counter(nodes[m].get("op_type") or nodes[m].get("kind", "?") for m in members)
+    return {"kind": "group", "scope": tuple(scope), "members": members, "ops": ops}

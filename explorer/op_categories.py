@@ -1,0 +1,167 @@
+"""Op categories of the graph drawing, read from ``explorer/data/op_categories.json``.
+
+Each op type belongs to one Netron-like category (convolution / linear,
+activation, normalization, pooling, tensor / shape, control flow,
+quantization, ...) with a legend name and a header colour. Graph inputs and
+outputs, constants and collapsed scopes have categories of their own; ops of
+non-standard domains that the file does not list are ``custom``, the rest
+``other``. The file also lists the key attributes an op box shows.
+
+Examples
+--------
+>>> category_of({"kind": "op", "op_type": "Conv", "domain": ""})
+'conv'
+>>> CATEGORIES["conv"].legend
+'Convolution / linear'
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+__all__ = [
+    "Category",
+    "CATEGORIES",
+    "KEY_ATTRIBUTES",
+    "ATTRIBUTE_LABELS",
+    "OpCategories",
+    "category_of",
+    "load_categories",
+]
+
+
+@dataclass(frozen=True)
+class Category:
+    """One op category: its id, legend name, header colour and header text colour.
+
+    Attributes
+    ----------
+    name : str
+        Category id (``"conv"``, ``"activation"``, ...).
+    legend : str
+        Name shown in the figure's legend.
+    color : str
+        Header fill colour.
+    text : str
+        Header text colour.
+    """
+
+    name: str
+    legend: str
+    color: str
+    text: str
+
+    def to_dict(self) -> dict[str, str]:
+        """The category as a JSON-ready dict.
+
+        Examples
+        --------
+        >>> CATEGORIES["control"].to_dict()["legend"]
+        'Control flow'
+        """
+        return {"name": self.name, "legend": self.legend, "color": self.color, "text": self.text}
+
+
+@dataclass(frozen=True)
+class OpCategories:
+    """The data file, read: categories (legend order), op and kind -> category, key attributes.
+
+    Attributes
+    ----------
+    categories : dict
+        Category id -> :class:`Category`, in legend order.
+    ops : dict
+        Op type -> category id.
+    kinds : dict
+        Node kind (``"input"``, ``"group"``, ...) -> category id.
+    standard_domains : frozenset of str
+        Domains whose unlisted ops are ``other`` rather than ``custom``.
+    key_attributes : dict
+        Op type -> the attributes its box shows, in order.
+    attribute_labels : dict
+        Attribute name -> the shorter name a box shows (``kernel_shape`` -> ``kernel``).
+    """
+
+    categories: dict[str, Category]
+    ops: dict[str, str]
+    kinds: dict[str, str]
+    standard_domains: frozenset[str]
+    key_attributes: dict[str, tuple[str, ...]]
+    attribute_labels: dict[str, str]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The tables as JSON-ready dicts.
+
+        Examples
+        --------
+        >>> load_categories().to_dict()["ops"]["Conv"]
+        'conv'
+        """
+        return {
+            "categories": {k: c.to_dict() for k, c in self.categories.items()},
+            "ops": dict(self.ops),
+            "kinds": dict(self.kinds),
+            "standard_domains": sorted(self.standard_domains),
+            "key_attributes": {k: list(v) for k, v in self.key_attributes.items()},
+            "attribute_labels": dict(self.attribute_labels),
+        }
+
+
+def load_categories() -> OpCategories:
+    """Read ``explorer/data/op_categories.json``.
+
+    Examples
+    --------
+    >>> tables = load_categories()
+    >>> tables.ops["Relu"], tables.kinds["group"], "" in tables.standard_domains
+    ('activation', 'group', True)
+    """
+    text = resources.files("explorer").joinpath("data/op_categories.json").read_text(encoding="utf-8")
+    raw: dict[str, Any] = json.loads(text)
+    categories: dict[str, Category] = {}
+    ops: dict[str, str] = {}
+    for name, spec in raw["categories"].items():
+        categories[name] = Category(name, spec["legend"], spec["color"], spec["text"])
+        for op in spec["ops"]:
+            ops[op] = name
+    return OpCategories(
+        categories=categories,
+        ops=ops,
+        kinds=dict(raw["kinds"]),
+        standard_domains=frozenset(raw["standard_domains"]),
+        key_attributes={op: tuple(attrs) for op, attrs in raw["key_attributes"].items()},
+        attribute_labels=dict(raw["attribute_labels"]),
+    )
+
+
+_TABLES = load_categories()
+CATEGORIES = _TABLES.categories
+"""Category id -> :class:`Category`, in legend order."""
+KEY_ATTRIBUTES = _TABLES.key_attributes
+"""Op type -> the attributes its box shows."""
+ATTRIBUTE_LABELS = _TABLES.attribute_labels
+"""Attribute name -> its short name in a box."""
+
+
+def category_of(data: dict[str, Any]) -> str:
+    """The category id of a node's (or a collapsed group's) data dict.
+
+    Examples
+    --------
+    >>> category_of({"kind": "op", "op_type": "Relu", "domain": ""})
+    'activation'
+    >>> category_of({"kind": "op", "op_type": "MyOp", "domain": "my.domain"})
+    'custom'
+    >>> category_of({"kind": "input"}), category_of({"kind": "group"})
+    ('io', 'group')
+    """
+    kind = data.get("kind", "op")
+    if kind != "op":
+        return _TABLES.kinds.get(kind, "other")
+    found = _TABLES.ops.get(data.get("op_type", ""))
+    if found is not None:
+        return found
+    return "other" if (data.get("domain") or "") in _TABLES.standard_domains else "custom"
