@@ -63,8 +63,8 @@ class GraphView(w.VBox):
 
     Attributes
     ----------
-    figure : plotly.graph_objects.FigureWidget
-        The graph.
+    figure : GraphFigureWidget
+        The graph (a ``go.FigureWidget`` that ships plotly's bundle once per kernel).
     details : ipywidgets.HTML
         The details panel (CSS class ``oge-details``).
     selected : str or None
@@ -101,7 +101,11 @@ class GraphView(w.VBox):
         depth = auto_collapse(self.graph) if collapse == "auto" else collapse
         self.layout_ = layered(self.graph, collapse=depth)
 
-        self.figure = go.FigureWidget(self._figure(color_by))
+        # Imported here, not at the top: plotly's widget stack takes seconds to import, and
+        # ``import widgets`` imports it in the background (widgets.warm) while the model loads.
+        from .figure_widget import GraphFigureWidget
+
+        self.figure = GraphFigureWidget(self._figure(color_by))
         self.figure.data[NODES].on_click(self._clicked)
         self.figure.layout.on_change(self._zoomed, "xaxis.range", "yaxis.range")
 

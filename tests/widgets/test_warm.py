@@ -1,0 +1,74 @@
+"""Warm-up at ``import widgets`` and the figure widget that ships plotly's bundle once per kernel."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import plotly.graph_objects as go
+
+from widgets import GraphView, warm_up
+from widgets.figure_widget import GraphFigureWidget, bundle_widget
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_warm_up_is_idempotent() -> None:
+    threads = warm_up()
+    assert warm_up() is threads
+    for thread in threads:
+        thread.join()
+    assert "plotly.basewidget" in sys.modules
+    assert warm_up() is threads  # finished threads are not restarted
+
+
+def test_a_view_built_while_the_warm_up_runs_works() -> None:
+    # A fresh interpreter, so the background imports and the worker start are certainly still
+    # running when GraphView loads, lays out and makes its FigureWidget.
+    script = textwrap.dedent(
+        """
+        import threading
+        import widgets
+        running = sorted(t.name for t in threading.enumerate() if t.name != "MainThread")
+        view = widgets.GraphView("zoo:resnet18")
+        print(running)
+        print(view.graph.summary().nodes, len(view.figure.data), type(view.figure).__name__)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    running, summary = done.stdout.strip().splitlines()[-2:]
+    assert "widgets-warm-imports" in running and "explorer-worker-prestart" in running
+    assert summary == "69 4 GraphFigureWidget"
+
+
+def test_no_warm_up_when_switched_off() -> None:
+    script = "import widgets; print(widgets.warm_up())"
+    env = {"EXPLORER_NO_WARMUP": "1", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "()"
+
+
+def test_figure_widgets_share_one_bundle_and_send_a_small_esm() -> None:
+    first, second = GraphView("zoo:mlp").figure, GraphView("zoo:mlp").figure
+    assert isinstance(first, go.FigureWidget)
+    state = first.get_state()
+    shared = f"IPY_MODEL_{bundle_widget().model_id}"
+    assert state["_oge_bundle"] == second.get_state()["_oge_bundle"] == shared
+    assert len(state["_esm"]) < 4000 < len(bundle_widget().code)
+    assert state["_oge_bundle_key"] == bundle_widget().key
+
+
+def test_a_closed_bundle_is_made_again() -> None:
+    old = bundle_widget()
+    old.close()
+    fresh = GraphFigureWidget()
+    assert fresh._oge_bundle is bundle_widget() is not old
+    assert fresh._oge_bundle.comm is not None
