@@ -22,7 +22,11 @@ elements (``.node``). Both are timed inside the page (``performance.now()``).
 
 The ``exec`` column is when the kernel's reply to the cell arrived (the Python side is
 done), ``plot`` when the plot element appeared; ``drawn - exec`` is widget messages plus
-plotly.js in the browser. ``--breakdown`` also runs, in a fresh kernel, a cell that times
+plotly.js in the browser. ``exec`` is empty when the graph was drawn before the reply came
+(the view renders from the widget messages, which come before the reply).
+``--compare TREE`` also times another source tree (say ``git archive BASE | tar -x -C
+/tmp/base``) in the same server and browser, alternating with this one, so a before/after
+comparison shares the machine's load. ``--breakdown`` also runs, in a fresh kernel, a cell that times
 each step of ``GraphView(path)`` on its own (imports, ``explorer.load``, layout, figure,
 plotly's widget stack, the widgets) and the size of the figure widget's state.
 
@@ -37,6 +41,7 @@ e.g. ``--models resnet18 --repeat 3 --breakdown --json out.json``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -238,15 +243,29 @@ def _context(browser: Any) -> Iterator[Any]:
 
 
 def measure_lab(
-    browser: Any, lab: LabServer, model: str, path: Path, again: int, timeout_s: float
+    browser: Any,
+    lab: LabServer,
+    model: str,
+    path: Path,
+    again: int,
+    timeout_s: float,
+    tree: Path | None = None,
+    label: str | None = None,
 ) -> list[Timing]:
-    """One fresh kernel: the cell run once, then ``again`` more times in the same kernel."""
+    """One fresh kernel: the cell run once, then ``again`` more times in the same kernel.
+
+    With ``tree``, the cell first puts that source tree at the front of ``sys.path`` (worker
+    children inherit it), so another checkout (a baseline) runs in the same server and browser;
+    ``label`` then names its rows.
+    """
     folder = lab.root_dir / "runs"
+    prefix = "" if tree is None else f"import sys; sys.path.insert(0, {str(tree)!r})\n"
     notebook = write_notebook(
         folder,
         f"{model}-{time.monotonic_ns()}.ipynb",
-        [f"from widgets import GraphView\nGraphView({str(path)!r})"],
+        [f"{prefix}from widgets import GraphView\nGraphView({str(path)!r})"],
     )
+    model = label or model
     timings = []
     with _context(browser) as page:
         open_notebook(page, lab, notebook, timeout_ms=timeout_s * 1000)
@@ -459,6 +478,10 @@ def main(argv: list[str] | None = None) -> int:
         help="models (cached)",
     )
     parser.add_argument("--timeout", type=float, default=180.0, help="seconds per measurement")
+    parser.add_argument(
+        "--compare", type=Path, help="another source tree (e.g. `git archive` of a base commit) to time too"
+    )
+    parser.add_argument("--compare-label", default="baseline", help="how its rows are named")
     parser.add_argument("--json", type=Path, help="write every timing and the table here")
     args = parser.parse_args(argv)
     if not CHROMIUM.exists():
@@ -487,6 +510,17 @@ def main(argv: list[str] | None = None) -> int:
                             timings += measure_lab(
                                 browser, lab, model, paths[model], args.again, args.timeout
                             )
+                            if args.compare is not None:
+                                timings += measure_lab(
+                                    browser,
+                                    lab,
+                                    model,
+                                    paths[model],
+                                    args.again,
+                                    args.timeout,
+                                    tree=args.compare,
+                                    label=f"{model} ({args.compare_label})",
+                                )
                             if netron is not None:
                                 timings.append(
                                     netron_open(browser, netron, model, paths[model], args.timeout)
@@ -500,7 +534,13 @@ def main(argv: list[str] | None = None) -> int:
                     browser.close()
         finally:
             stop_lab(lab)
-    rows = summarize(timings, args.models)
+    names = [
+        n for m in args.models for n in (m, f"{m} ({args.compare_label})" if args.compare else None) if n
+    ]
+    for timing in [t for t in timings if t.what == "netron"]:  # Netron's time is the same for both trees
+        if args.compare is not None:
+            timings.append(dataclasses.replace(timing, model=f"{timing.model} ({args.compare_label})"))
+    rows = summarize(timings, names)
     print_table(rows)
     for model, laps in breakdowns.items():
         print(f"\nbreakdown, {model}, fresh kernel:")
