@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 
 from widgets import GraphView, warm_up
 from widgets.figure_widget import GraphFigureWidget, bundle_widget
+from widgets.warm import defer_import
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -20,40 +21,49 @@ def test_warm_up_is_idempotent() -> None:
     assert warm_up() is threads
     for thread in threads:
         thread.join()
-    assert "plotly.basewidget" in sys.modules
     assert warm_up() is threads  # finished threads are not restarted
 
 
-def test_a_view_built_while_the_warm_up_runs_works() -> None:
-    # A fresh interpreter, so the background imports and the worker start are certainly still
-    # running when GraphView loads, lays out and makes its FigureWidget.
+def test_a_view_built_while_the_worker_starts_works_and_never_loads_nbformat() -> None:
+    # A fresh interpreter, so the worker is certainly still starting when GraphView loads.
     script = textwrap.dedent(
         """
-        import threading
+        import sys, threading
         import widgets
         running = sorted(t.name for t in threading.enumerate() if t.name != "MainThread")
         view = widgets.GraphView("zoo:resnet18")
         print(running)
         print(view.graph.summary().nodes, len(view.figure.data), type(view.figure).__name__)
+        print("jsonschema" in sys.modules, type(sys.modules["nbformat"]).__name__)
+        import nbformat, plotly.io._renderers as renderers
+        notebook = nbformat.v4.new_notebook()  # first real use: the real import, in place
+        print(notebook.nbformat, renderers.nbformat is nbformat, type(nbformat).__name__)
         """
     )
     done = subprocess.run(
         [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300, check=False
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    running, summary = done.stdout.strip().splitlines()[-2:]
-    assert "widgets-warm-imports" in running and "explorer-worker-prestart" in running
+    running, summary, deferred, loaded = done.stdout.strip().splitlines()[-4:]
+    assert "explorer-worker-prestart" in running
     assert summary == "69 4 GraphFigureWidget"
+    assert deferred == "False _Deferred"
+    assert loaded == "4 True module"
+
+
+def test_defer_import_leaves_imported_and_missing_modules_alone() -> None:
+    assert not defer_import("json")
+    assert not defer_import("surely_no_module_has_this_name")
 
 
 def test_no_warm_up_when_switched_off() -> None:
-    script = "import widgets; print(widgets.warm_up())"
+    script = "import sys, widgets; print(widgets.warm_up(), 'nbformat' in sys.modules)"
     env = {"EXPLORER_NO_WARMUP": "1", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
         [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.strip() == "()"
+    assert done.stdout.strip() == "() False"
 
 
 def test_figure_widgets_share_one_bundle_and_send_a_small_esm() -> None:
