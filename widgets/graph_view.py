@@ -25,13 +25,13 @@ from typing import Any
 import ipywidgets as w
 import plotly.graph_objects as go
 
-from explorer import load
 from explorer.details import details_html, node_details
 from explorer.figures import COLOR_BY, LABEL_LIMIT, LABELS, NODES, graph_figure, selection_ring
 from explorer.graph import ModelGraph
 from explorer.layout import GROUP_PREFIX, Layout, auto_collapse, collapse_group, expand, layered
 
 from .figure_sync import sync_figure
+from .recent import load_recent
 
 __all__ = ["GraphView"]
 
@@ -51,7 +51,8 @@ class GraphView(w.VBox):
     Parameters
     ----------
     graph : ModelGraph or anything :func:`explorer.load` accepts
-        The model (``"zoo:resnet18"``, a path, a ModelProto...).
+        The model (``"zoo:resnet18"``, a path, a ModelProto...). A file opened again
+        unchanged reuses the graph loaded last time (:func:`widgets.recent.load_recent`).
     collapse : int, iterable of scopes, None or "auto"
         Name scopes drawn as boxes; ``"auto"`` collapses big graphs to a few hundred boxes.
     color_by : str
@@ -89,7 +90,7 @@ class GraphView(w.VBox):
         palettes: Mapping[str, Mapping[str, str]] | None = None,
         height: int = 650,
     ) -> None:
-        self.graph = graph if isinstance(graph, ModelGraph) else load(graph)
+        self.graph = graph if isinstance(graph, ModelGraph) else load_recent(graph)
         self.overlays: dict[str, Mapping[str, Any]] = dict(overlays or {})
         self.palettes: dict[str, Mapping[str, str]] = dict(palettes or {})
         self.selected: str | None = None

@@ -82,3 +82,28 @@ def test_a_closed_bundle_is_made_again() -> None:
     fresh = GraphFigureWidget()
     assert fresh._oge_bundle is bundle_widget() is not old
     assert fresh._oge_bundle.comm is not None
+
+
+def test_a_file_opened_again_reuses_its_graph_until_it_changes(tmp_path: Path) -> None:
+    import os
+
+    import onnx
+
+    from explorer import zoo
+    from widgets.recent import RECENT_MAX, forget_recent, load_recent
+
+    forget_recent()
+    path = tmp_path / "mlp.onnx"
+    onnx.save(zoo.build("mlp"), path)
+    first = GraphView(str(path)).graph
+    assert GraphView(path).graph is first
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))  # the file changed
+    changed = load_recent(path)
+    assert changed is not first and load_recent(path) is changed
+    others = [tmp_path / f"m{i}.onnx" for i in range(RECENT_MAX)]
+    for other in others:
+        onnx.save(zoo.build("mlp"), other)
+        load_recent(other)
+    assert load_recent(path) is not changed  # pushed out by newer files
+    assert load_recent(path, external_data=False) is not load_recent(path, external_data=False)
