@@ -37,6 +37,7 @@ import atexit
 import contextlib
 import dataclasses
 import faulthandler
+import importlib
 import math
 import multiprocessing
 import os
@@ -51,7 +52,7 @@ import traceback
 import uuid
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
@@ -76,6 +77,8 @@ __all__ = [
     "run_on_model",
     "report",
     "shutdown",
+    "prestart",
+    "PRESTART_IMPORTS",
 ]
 
 #: Serialized protobufs at or above this size must be saved with external data.
@@ -883,6 +886,99 @@ def _close_all_at_exit() -> None:
 
 # Registered after multiprocessing's own exit hook, so it runs first (atexit is LIFO).
 atexit.register(_close_all_at_exit)
+
+
+# --------------------------------------------------------------------------- prestart
+
+#: What :func:`prestart` imports in the warm worker: what ``explorer.load``'s shape inference
+#: needs there (onnx, networkx, numpy come with it).
+PRESTART_IMPORTS: tuple[str, ...] = ("explorer.shape_inference",)
+_PRESTART_LOCK = threading.Lock()
+_PRESTARTED: dict[int | None, tuple[Worker, threading.Thread]] = {}
+
+
+def _import_modules(names: Sequence[str]) -> list[str]:
+    """Child side of :func:`prestart`: import ``names``; return those that imported."""
+    done = []
+    for name in names:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+            done.append(name)
+    return done
+
+
+def prestart(
+    imports: Sequence[str] = PRESTART_IMPORTS, *, memory_mb: int | None = None
+) -> threading.Thread | None:
+    """Start the warm worker in a background thread and import ``imports`` in it.
+
+    The worker is put in the warm pool at once, holding its lock until it has started and
+    imported, so a call made meanwhile (``explorer.load``'s shape inference, say) waits for
+    this worker instead of starting a second one, and finds onnx already imported. Calling it
+    again while that worker is alive does nothing. A failed start is not an error here: the
+    next call starts a fresh process as usual.
+
+    Parameters
+    ----------
+    imports : sequence of str
+        Modules to import in the worker, by default :data:`PRESTART_IMPORTS`.
+    memory_mb : int, optional
+        The worker's cap, as in :func:`run`; None uses ``defaults.memory_mb``.
+
+    Returns
+    -------
+    threading.Thread or None
+        The thread doing it (join it to wait), or None when ``defaults.reuse`` is off (no
+        warm worker is kept, so there is nothing to start).
+
+    Examples
+    --------
+    >>> import os
+    >>> from explorer import worker
+    >>> thread = worker.prestart()
+    >>> worker.prestart() is thread  # idempotent while that worker is alive
+    True
+    >>> thread.join(); worker.run(os.getpid) == worker.run(os.getpid)
+    True
+    """
+    if not defaults.reuse:
+        return None
+    cap = _resolve(memory_mb, defaults.memory_mb)
+    cap = None if cap is None else int(cap)
+    with _PRESTART_LOCK:
+        known = _PRESTARTED.get(cap)
+        if known is not None and (known[1].is_alive() or known[0].alive):
+            return known[1]
+        worker = Worker(memory_mb=cap)
+        placed = threading.Event()
+        thread = threading.Thread(
+            target=_prestart_worker,
+            args=(worker, cap, tuple(imports), placed),
+            name="explorer-worker-prestart",
+            daemon=True,
+        )
+        _PRESTARTED[cap] = (worker, thread)
+        thread.start()
+        placed.wait()
+    return thread
+
+
+def _prestart_worker(
+    worker: Worker, cap: int | None, imports: tuple[str, ...], placed: threading.Event
+) -> None:
+    """Body of :func:`prestart`'s thread: pool the worker (locked), start it, import."""
+    with worker._lock:
+        try:
+            with _POOL_LOCK:
+                pooled = cap not in _POOL
+                if pooled:
+                    _POOL[cap] = worker
+        finally:
+            placed.set()
+        if not pooled:  # a warm worker for this cap exists already
+            return
+        with contextlib.suppress(Exception):  # a failed warm-up only means a cold start later
+            worker._call(_import_modules, (imports,), {}, defaults.start_timeout, None, "worker prestart")
 
 
 # --------------------------------------------------------------------------- public calls

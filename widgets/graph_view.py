@@ -25,7 +25,6 @@ from typing import Any
 import ipywidgets as w
 import plotly.graph_objects as go
 
-from explorer import load
 from explorer.details import details_html, node_details
 from explorer.figures import (
     COLOR_BY,
@@ -41,6 +40,7 @@ from explorer.layout import GROUP_PREFIX, Layout, auto_collapse, collapse_group,
 from explorer.node_boxes import PX_PER_UNIT
 
 from .figure_sync import show_text_for_view, sync_figure
+from .recent import load_recent
 
 __all__ = ["GraphView"]
 
@@ -60,7 +60,8 @@ class GraphView(w.VBox):
     Parameters
     ----------
     graph : ModelGraph or anything :func:`explorer.load` accepts
-        The model (``"zoo:resnet18"``, a path, a ModelProto...).
+        The model (``"zoo:resnet18"``, a path, a ModelProto...). A file opened again
+        unchanged reuses the graph loaded last time (:func:`widgets.recent.load_recent`).
     collapse : int, iterable of scopes, None or "auto"
         Name scopes drawn as boxes; ``"auto"`` collapses big graphs to a few hundred boxes.
     color_by : str
@@ -72,8 +73,8 @@ class GraphView(w.VBox):
 
     Attributes
     ----------
-    figure : plotly.graph_objects.FigureWidget
-        The graph.
+    figure : GraphFigureWidget
+        The graph (a ``go.FigureWidget`` that ships plotly's bundle once per kernel).
     details : ipywidgets.HTML
         The details panel (CSS class ``oge-details``).
     selected : str or None
@@ -98,7 +99,7 @@ class GraphView(w.VBox):
         palettes: Mapping[str, Mapping[str, str]] | None = None,
         height: int = 650,
     ) -> None:
-        self.graph = graph if isinstance(graph, ModelGraph) else load(graph)
+        self.graph = graph if isinstance(graph, ModelGraph) else load_recent(graph)
         self.overlays: dict[str, Mapping[str, Any]] = dict(overlays or {})
         self.palettes: dict[str, Mapping[str, str]] = dict(palettes or {})
         self.selected: str | None = None
@@ -110,7 +111,11 @@ class GraphView(w.VBox):
         depth = auto_collapse(self.graph) if collapse == "auto" else collapse
         self.layout_ = layered(self.graph, collapse=depth, node_size="auto")
 
-        self.figure = go.FigureWidget(self._figure(color_by))
+        # Imported here, not at the top: plotly's widget stack takes seconds to import, and
+        # ``import widgets`` imports it in the background (widgets.warm) while the model loads.
+        from .figure_widget import GraphFigureWidget
+
+        self.figure = GraphFigureWidget(self._figure(color_by))
         self.figure.data[NODES].on_click(self._clicked)
         self.figure.layout.on_change(self._zoomed, "xaxis.range", "yaxis.range")
 

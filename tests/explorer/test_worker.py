@@ -265,6 +265,37 @@ def test_reuse_false_uses_a_fresh_process():
     assert worker.run(os.getpid, reuse=False) != worker.run(os.getpid, reuse=False)
 
 
+def imported(name: str) -> bool:
+    return name in sys.modules
+
+
+def test_prestart_is_idempotent_and_the_next_call_gets_its_warm_worker():
+    worker.shutdown()
+    thread = worker.prestart(imports=("onnx",))
+    assert worker.prestart(imports=("onnx",)) is thread  # a second call starts nothing
+    first = worker.run(os.getpid)  # made while the worker may still be starting: it waits for it
+    thread.join()
+    assert worker.run(imported, "onnx")  # imported there by prestart, not by this call
+    assert worker.run(os.getpid) == first
+    assert len([p for p in psutil.Process().children() if p.pid == first]) == 1
+    assert worker.prestart() is thread  # still alive: nothing new
+
+
+def test_prestart_after_shutdown_starts_a_new_worker_and_without_reuse_nothing():
+    worker.shutdown()
+    thread = worker.prestart()
+    thread.join()
+    old = worker.run(os.getpid)
+    worker.shutdown()
+    assert is_gone(old)
+    again = worker.prestart()
+    assert again is not thread
+    again.join()
+    assert worker.run(os.getpid) != old
+    worker.configure(reuse=False)
+    assert worker.prestart() is None
+
+
 # --------------------------------------------------------------------------- limits
 
 
