@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "has_schema",
+    "apply_types",
     "INPUT_PREFIX",
     "OUTPUT_PREFIX",
     "OUTER_PREFIX",
@@ -317,6 +318,7 @@ class ModelGraph:
         self.depth = depth
         self.model_path: Path | None = None
         self.weights_dir: Path | None = None
+        self.graph_path: GraphPath = ()
         self._summary: ModelSummary | None = None
 
     @property
@@ -728,6 +730,67 @@ def _check_acyclic(graph: nx.MultiDiGraph, where: str) -> None:
     )
 
 
+def _type_tables(model: ModelProto, types: Mapping[Any, Any] | None) -> dict[GraphPath, TypeTable]:
+    """Per graph path: declared types overlaid with ``types``; subgraphs see their parents' names."""
+    flat = bool(types) and all(isinstance(k, str) for k in types)  # a flat table: the main graph
+    given: Mapping[Any, Any] = {(): types} if flat else (types or {})
+    tables: dict[GraphPath, TypeTable] = {}
+    for path, graph_proto in iter_graph_paths(model.graph):
+        own = {**declared_types(graph_proto), **dict(given.get(path, {}))}
+        parent = tables[path[:-1]] if path else None
+        if parent is None:
+            tables[path] = own  # a plain dict: the main graph's lookups are the hot ones
+        else:
+            tables[path] = ChainMap(own, *(parent.maps if isinstance(parent, ChainMap) else [parent]))
+    return tables
+
+
+def apply_types(graph: ModelGraph, types: Mapping[Any, Any]) -> None:
+    """Redraw a built graph's shapes and dtypes from ``types``, in place, as if it had been built with them.
+
+    Lets :func:`explorer.load` build the graph while shape inference still runs
+    in the worker: edges (``shape``, ``dtype``, ``bytes``) and graph inputs,
+    outputs and outer-scope nodes of the graph and every subgraph get exactly
+    what ``build_graph(model, types=types)`` gives them.
+
+    Parameters
+    ----------
+    graph : ModelGraph
+        A top-level graph from :func:`build_graph`.
+    types : mapping
+        As for :func:`build_graph`.
+
+    Examples
+    --------
+    >>> from explorer import zoo
+    >>> from explorer.shape_inference import infer_types
+    >>> m = zoo.build("mlp")
+    >>> g = build_graph(m)
+    >>> apply_types(g, infer_types(m)[0])
+    >>> g.nx.edges["/fc1/Gemm", "/relu1/Relu", "/fc1/Gemm_output_0"]["shape"]
+    ('batch', 256)
+    """
+    if graph.model is None:
+        raise ValueError("apply_types needs a top-level graph (one with a ModelProto)")
+    tables = _type_tables(graph.model, types)
+    for _, sub in (((), graph), *graph.iter_subgraphs()):
+        table = tables[sub.graph_path]
+        declared = {v.name: v for v in (*sub.proto.input, *sub.proto.output)}
+        for _, _, data in sub.nx.edges(data=True):
+            data.update(_edge_data(data["tensor"], table, data["slots"], data["implicit"]))
+        for _, data in sub.nx.nodes(data=True):
+            kind = data["kind"]
+            if kind in ("input", "output", "outer"):
+                name = data["name"]
+                value = declared.get(name) if kind != "outer" else None
+                shape, elem_type = table.get(name) or (
+                    shape_from_type(value.type) if value is not None else (None, 0)
+                )
+                data["shape"] = shape
+                data["dtype"] = dtype_name(elem_type) if elem_type else None
+        sub._summary = None
+
+
 def build_graph(
     model: ModelProto,
     *,
@@ -778,17 +841,7 @@ def build_graph(
     >>> list(build_graph(helper.make_model(g)).nx.edges(keys=True))
     [('input:x', 'Neg#0', 'x'), ('Neg#0', 'output:y', 'y')]
     """
-    flat = bool(types) and all(isinstance(k, str) for k in types)  # a flat table: the main graph
-    given: Mapping[Any, Any] = {(): types} if flat else (types or {})
-    tables: dict[GraphPath, Mapping[str, tuple[Shape | None, int]]] = {}
-    for path, graph_proto in iter_graph_paths(model.graph):
-        own = {**declared_types(graph_proto), **dict(given.get(path, {}))}
-        parent = tables[path[:-1]] if path else None
-        if parent is None:
-            tables[path] = own  # a plain dict: the main graph's lookups are the hot ones
-        else:
-            tables[path] = ChainMap(own, *(parent.maps if isinstance(parent, ChainMap) else [parent]))
-
+    tables = _type_tables(model, types)
     root_job = _Job(model.graph, None, 0)
     available = weights_dir is not None
     root, root_scope, root_drawn = _build_one(root_job, tables[()], constants_as_nodes, source, available)
@@ -809,6 +862,7 @@ def build_graph(
                         child_job, tables[path], constants_as_nodes, source, available
                     )
                     child.weights_dir = weights_dir
+                    child.graph_path = path
                     owner.subgraphs.setdefault(node_id, {})[key] = child
                     stack.append((child_job, child, child_scope, child_drawn))
     return root

@@ -36,7 +36,7 @@ from .errors import (
     ModelParseError,
     UnsupportedOpsetError,
 )
-from .graph import ModelGraph, build_graph
+from .graph import ModelGraph, apply_types, build_graph
 from .shape_inference import BackgroundInference, infer_types, infer_types_isolated
 from .tensors import dim_from_proto, format_bytes
 from .weights import LAZY_EXTERNAL_BYTES, check_external_data, external_tensors, read_span
@@ -146,15 +146,16 @@ def load(
         fix_input_shapes(model, input_shapes, label)
         file = None  # the model now differs from the file
     types: dict[str, Any] = {}
-    if shape_inference:
-        if background is not None:
-            types, inference_notes = background.result(model)
-        else:
-            types, inference_notes = infer_types_isolated(model) if isolate else infer_types(model)
+    if shape_inference and background is None:
+        types, inference_notes = infer_types_isolated(model) if isolate else infer_types(model)
         notes.extend(inference_notes)
     graph = build_graph(
         model, types=types, constants_as_nodes=constants_as_nodes, source=label, weights_dir=weights_dir
     )
+    if background is not None:  # built while the worker inferred: now draw the inferred shapes
+        types, inference_notes = background.result(model)
+        apply_types(graph, types)
+        notes.extend(inference_notes)
     graph.notes.extend(notes)
     graph.model_path = file
     return graph

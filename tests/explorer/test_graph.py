@@ -193,3 +193,24 @@ def test_model_is_kept_and_never_mutated() -> None:
 
 def test_graph_repr_mentions_size() -> None:
     assert "3 ops" in repr(load(tiny_model()))
+
+
+@pytest.mark.parametrize(
+    "name", ["mlp", "resnet18", "transformer", "detection_head", "control_flow", "custom_domain"]
+)
+def test_apply_types_draws_what_building_with_the_types_draws(name: str) -> None:
+    from explorer import zoo
+    from explorer.graph import apply_types
+    from explorer.shape_inference import infer_types
+
+    model = zoo.build(name)
+    types, _ = infer_types(model)
+    built = build_graph(model, types=types)
+    later = build_graph(model)
+    apply_types(later, types)
+    pairs = [((), built, later)]
+    pairs += [(path, sub, dict(later.iter_subgraphs())[path]) for path, sub in built.iter_subgraphs()]
+    assert len(pairs) == 1 + len(dict(later.iter_subgraphs()))
+    for path, a, b in pairs:
+        assert list(a.nx.edges(keys=True, data=True)) == list(b.nx.edges(keys=True, data=True)), path
+        assert list(a.nx.nodes(data=True)) == list(b.nx.nodes(data=True)), path
