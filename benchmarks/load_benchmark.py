@@ -197,8 +197,9 @@ def time_info(path: Path, repeat: int) -> dict[str, Any]:
     times, peak = [], 0
     for _ in range(repeat):
         start = time.perf_counter()
+        command = Path(sys.executable).with_name("onnx-explorer")  # the command users run
         proc = subprocess.Popen(
-            [sys.executable, "-m", "explorer.cli", "info", str(path), "--json"],
+            [str(command), "info", str(path), "--json"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             cwd=ROOT,
