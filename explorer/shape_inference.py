@@ -28,7 +28,6 @@ __all__ = [
     "declaration_conflicts",
     "infer_types_isolated",
     "infer_types_file",
-    "infer_types_path",
     "BackgroundInference",
     "unknown_tensors",
     "SYMBOLIC_FALLBACK_MAX_NODES",
@@ -330,8 +329,13 @@ def _first_line(err: BaseException) -> str:
     return f"{type(err).__name__}: {text[0] if text else ''}"[:300]
 
 
-def infer_types_file(path: str) -> tuple[PerGraphTypes, list[str]]:
-    """:func:`infer_types` of the model file at ``path`` (the form the worker runs).
+def infer_types_file(
+    path: str, input_shapes: Mapping[str, Sequence[int]] | None = None
+) -> tuple[PerGraphTypes, list[str]]:
+    """:func:`infer_types` of the model file at ``path``, ``input_shapes`` fixed first: what the worker runs.
+
+    The worker runs it on a staged copy (:func:`infer_types_isolated`) or on
+    the user's file itself while the caller parses it too (:class:`BackgroundInference`).
 
     Examples
     --------
@@ -340,9 +344,16 @@ def infer_types_file(path: str) -> tuple[PerGraphTypes, list[str]]:
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     onnx.save(zoo.build("mlp"), os.path.join(tmp, "m.onnx"))
     ...     infer_types_file(os.path.join(tmp, "m.onnx"))[0][()]["logits"]
+    ...     infer_types_file(os.path.join(tmp, "m.onnx"), {"input": [3, 1, 28, 28]})[0][()]["logits"]
     (('batch', 10), 1)
+    ((3, 10), 1)
     """
-    return infer_types(onnx.load(path, load_external_data=False))
+    model = onnx.load(path, load_external_data=False)
+    if input_shapes:
+        from .load import fix_input_shapes
+
+        fix_input_shapes(model, input_shapes, path)
+    return infer_types(model)
 
 
 def infer_types_isolated(
@@ -371,31 +382,6 @@ def infer_types_isolated(
         Exception
     ) as err:  # WorkerCrashed (signal_name), WorkerTimeout, WorkerOutOfMemory, or a Python error
         return _collect(model), [_failure_note(err)]
-
-
-def infer_types_path(
-    path: str, input_shapes: Mapping[str, Sequence[int]] | None = None
-) -> tuple[PerGraphTypes, list[str]]:
-    """:func:`infer_types` of a model file read here, with ``input_shapes`` fixed first.
-
-    What the worker runs when it reads the model itself (:class:`BackgroundInference`),
-    while the caller parses the same file.
-
-    Examples
-    --------
-    >>> import tempfile, os, onnx
-    >>> from explorer import zoo
-    >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     onnx.save(zoo.build("mlp"), os.path.join(tmp, "m.onnx"))
-    ...     infer_types_path(os.path.join(tmp, "m.onnx"), {"input": [3, 1, 28, 28]})[0][()]["logits"]
-    ((3, 10), 1)
-    """
-    model = onnx.load(path, load_external_data=False)
-    if input_shapes:
-        from .load import fix_input_shapes
-
-        fix_input_shapes(model, input_shapes, path)
-    return infer_types(model)
 
 
 class BackgroundInference:
@@ -447,7 +433,7 @@ class BackgroundInference:
 
         try:
             self._outcome = worker.run_on_model(
-                infer_types_path, path, shapes, step="shape inference", timeout=timeout
+                infer_types_file, path, shapes, step="shape inference", timeout=timeout
             )
         except BaseException as err:  # reported to the caller by result()
             self._error = err
