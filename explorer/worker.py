@@ -935,6 +935,7 @@ def prestart(
     --------
     >>> import os
     >>> from explorer import worker
+    >>> worker.shutdown()  # no warm worker yet (with one, prestart leaves it be)
     >>> thread = worker.prestart()
     >>> worker.prestart() is thread  # idempotent while that worker is alive
     True
