@@ -3,7 +3,9 @@
 Each paragraph says what the pass rewrites (the exact pattern), when that pattern shows up in
 exported models, and what can go wrong. They were written from the passes' sources
 (onnxoptimizer 0.4.2's ``passes/*.h``, onnxsim 0.8.1's ``onnxsim.cpp``, ONNX Runtime's
-``graph_transformer_utils.cc``) and checked by running the passes on small models.
+``graph_transformer_utils.cc``, onnxscript 0.7.2's ``optimizer`` and ``rewriter/ort_fusions``,
+ONNX Runtime 1.32's ``onnxruntime/transformers``) and checked by running the passes on small
+models (the zoo transformer for the onnxscript fusions and the transformer optimizer).
 
 Examples
 --------
