@@ -299,8 +299,8 @@ def _trusted_input(path: str, folder: str) -> tuple[str, list[str]]:
     onnxsim trusts declared shapes (a stale rank-2 ``value_info`` made it drop a
     Flatten that was not a no-op) and reads paddle2onnx's ``-1`` dims as sizes. When
     the model has either, the copy hides what
-    :func:`explorer.shape_inference.inference_view` hides; otherwise onnxsim gets
-    ``path`` as it is. The input file is never changed.
+    :func:`explorer.shape_inference.inference_view` hides (outputs keep their declared
+    shapes); otherwise onnxsim gets ``path`` as it is. The input file is never changed.
     """
     from ..shape_inference import declaration_conflicts, inference_view
 
@@ -312,7 +312,7 @@ def _trusted_input(path: str, folder: str) -> tuple[str, list[str]]:
         return path, []
     model = onnx.load(path)
     target = os.path.join(folder, "input.onnx")
-    with inference_view(model, outputs=False):
+    with inference_view(model, outputs=False):  # onnxsim's checker refuses outputs without a shape
         save_model(model, target)
     notes = [f"{conflicts[0]}; onnxsim is given the model without them"] if conflicts else []
     if dynamic:
