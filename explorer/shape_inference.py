@@ -20,7 +20,7 @@ from onnx import ModelProto
 
 from .graph import GraphPath, has_schema, iter_graph_paths, iter_graphs
 from .tensors import PROTOBUF_LIMIT, Shape, dim_from_proto, format_shape, shape_from_type
-from .weights import stripped_copy
+from .weights import has_strippable_tensors, stripped_copy
 
 __all__ = [
     "infer_types",
@@ -256,7 +256,8 @@ def infer_types(model: ModelProto) -> tuple[PerGraphTypes, list[str]]:
     """
     notes: list[str] = []
     tables = _collect(model)
-    model = stripped_copy(model)
+    if has_strippable_tensors(model):  # the worker gets a stripped copy already: do not copy it again
+        model = stripped_copy(model)
     if model.ByteSize() >= PROTOBUF_LIMIT:
         notes.append("shape inference skipped: the model's structure alone is over 2 GiB")
         return tables, notes

@@ -44,6 +44,7 @@ __all__ = [
     "tensor_digest",
     "tensor_stats",
     "stripped_copy",
+    "has_strippable_tensors",
     "model_bytes",
 ]
 
@@ -265,12 +266,8 @@ def tensor_array(tensor: TensorProto, base_dir: Path | None, label: str = "<mode
         )
     span = external_span(tensor, base_dir, label)
     shape = tuple(int(d) for d in tensor.dims)
-    try:
-        dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type)).newbyteorder("<")
-    except (KeyError, TypeError, ValueError):
-        dtype = None
-    packed = dtype is not None and dtype.itemsize * 8 != dtype_bits(tensor.data_type)
-    if dtype is None or packed or tensor.data_type == TensorProto.STRING or span.length == 0:
+    dtype = _mappable_dtype(tensor, span)
+    if dtype is None:
         copy = TensorProto()
         copy.CopyFrom(tensor)
         del copy.external_data[:]
@@ -278,6 +275,21 @@ def tensor_array(tensor: TensorProto, base_dir: Path | None, label: str = "<mode
         copy.raw_data = read_span(span)
         return numpy_helper.to_array(copy)
     return np.memmap(span.path, dtype=dtype, mode="r", offset=span.offset, shape=shape)
+
+
+def _is_external(tensor: TensorProto) -> bool:
+    return tensor.data_location == TensorProto.EXTERNAL
+
+
+def _mappable_dtype(tensor: TensorProto, span: ExternalSpan) -> np.dtype | None:
+    """The little-endian numpy dtype to read a span's bytes as, or ``None`` when they need onnx's decoding."""
+    if tensor.data_type == TensorProto.STRING or span.length == 0:
+        return None
+    try:
+        dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type)).newbyteorder("<")
+    except (KeyError, TypeError, ValueError):
+        return None
+    return None if dtype.itemsize * 8 != dtype_bits(tensor.data_type) else dtype  # packed int4 etc.
 
 
 def tensor_stats(
@@ -294,12 +306,10 @@ def tensor_stats(
     >>> tensor_stats(numpy_helper.from_array(np.array([1.0, 3.0], np.float32), "w"), None)["std"]
     1.0
     """
-    array = tensor_array(tensor, base_dir, label)
-    if not isinstance(array, np.memmap):
-        return array_stats(array)
-    span = external_span(tensor, base_dir, label)  # type: ignore[arg-type]
-    dtype = array.dtype
-    del array
+    span = external_span(tensor, base_dir, label) if _is_external(tensor) and base_dir is not None else None
+    dtype = _mappable_dtype(tensor, span) if span is not None else None
+    if span is None or dtype is None:  # in memory, or a dtype numpy cannot read straight from the file
+        return array_stats(tensor_array(tensor, base_dir, label))
 
     def chunks() -> Iterable[np.ndarray]:
         with open(span.path, "rb") as handle:
@@ -451,6 +461,40 @@ def _copy_field(target: object, descriptor: object, value: object) -> None:
         getattr(target, name).CopyFrom(value)
     else:
         setattr(target, name, value)
+
+
+def has_strippable_tensors(model: ModelProto, keep_bytes: int = STRIP_KEEP_BYTES) -> bool:
+    """Whether :func:`stripped_copy` would drop anything: an external tensor, or one over ``keep_bytes``.
+
+    Examples
+    --------
+    >>> from explorer import zoo
+    >>> m = zoo.build("resnet18")
+    >>> has_strippable_tensors(m), has_strippable_tensors(stripped_copy(m))
+    (True, False)
+    """
+    from .graph import iter_graphs
+
+    def large(tensor: TensorProto) -> bool:
+        return (
+            tensor.data_location == TensorProto.EXTERNAL or _tensor_bytes(tensor) > keep_bytes
+        ) and _has_values(tensor)
+
+    for proto, _ in iter_graphs(model.graph):
+        if any(large(t) for t in proto.initializer):
+            return True
+        for node in proto.node:
+            if any(a.type == onnx.AttributeProto.TENSOR and large(a.t) for a in node.attribute):
+                return True
+    return False
+
+
+def _has_values(tensor: TensorProto) -> bool:
+    """Whether a tensor still carries values or a location (a stripped one carries neither)."""
+    return tensor.data_location == TensorProto.EXTERNAL or any(
+        tensor.HasField("raw_data") if name == "raw_data" else len(getattr(tensor, name)) > 0
+        for name in ("raw_data", "float_data", "int32_data", "int64_data", "double_data", "uint64_data")
+    )
 
 
 def model_bytes(model: ModelProto) -> int:
