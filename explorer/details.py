@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from onnx import TensorProto
 
-from .graph import constant_tensor
+from .onnx_protos import constant_tensor
 from .tensors import format_shape
 from .weights import tensor_stats
 

@@ -37,7 +37,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .graph import ModelGraph, constant_tensor, iter_graphs
+from .graph import ModelGraph
+from .onnx_protos import constant_tensor, iter_graphs
 from .weights import tensor_digest
 
 if TYPE_CHECKING:

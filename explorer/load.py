@@ -19,9 +19,9 @@ from __future__ import annotations
 import os
 import tempfile
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import onnx
 from google.protobuf.message import DecodeError
@@ -36,10 +36,12 @@ from .errors import (
     ModelParseError,
     UnsupportedOpsetError,
 )
-from .graph import ModelGraph, apply_types, build_graph
 from .shape_inference import BackgroundInference, infer_types, infer_types_isolated
 from .tensors import dim_from_proto, format_bytes
 from .weights import LAZY_EXTERNAL_BYTES, check_external_data, external_tensors, read_span
+
+if TYPE_CHECKING:  # the graph model (networkx) is imported by load(), not by importing this module
+    from .graph import ModelGraph
 
 __all__ = ["load", "read_model", "fix_input_shapes", "external_tensors", "ZOO_PREFIX"]
 
@@ -59,6 +61,7 @@ def load(
     shape_inference: bool = True,
     isolate: bool = True,
     model_path: str | os.PathLike[str] | None = None,
+    while_inferring: Callable[[], Any] | None = None,
 ) -> ModelGraph:
     """Load an ONNX model into a ModelGraph.
 
@@ -96,6 +99,12 @@ def load(
         With a ``ModelProto`` source: the file it was read from. Workers then read
         that file instead of a re-serialized copy, and its external data resolves
         beside it.
+    while_inferring : callable, optional
+        Called once, with no arguments, after the graph is built and before
+        ``load`` waits for the worker's shape inference: work that does not need
+        the graph (imports, a view's set-up) overlaps the inference instead of
+        following it. Called in any case, also when nothing is inferred in the
+        background.
 
     Returns
     -------
@@ -115,6 +124,8 @@ def load(
     >>> g.summary().ops["Conv"]
     20
     """
+    from .graph import apply_types, build_graph
+
     background = None
     if shape_inference and isolate and _is_model_file(source):
         # the worker parses the file and infers shapes on the other core while this process parses it
@@ -152,6 +163,8 @@ def load(
     graph = build_graph(
         model, types=types, constants_as_nodes=constants_as_nodes, source=label, weights_dir=weights_dir
     )
+    if while_inferring is not None:
+        while_inferring()
     if background is not None:  # built while the worker inferred: now draw the inferred shapes
         types, inference_notes = background.result(model)
         apply_types(graph, types)

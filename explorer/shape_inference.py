@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping, Sequence
 import onnx
 from onnx import ModelProto
 
-from .graph import GraphPath, has_schema, iter_graph_paths, iter_graphs
+from .onnx_protos import GraphPath, has_schema, iter_graph_paths, iter_graphs
 from .tensors import PROTOBUF_LIMIT, Shape, dim_from_proto, format_shape, shape_from_type
 from .weights import has_strippable_tensors, stripped_copy
 

@@ -30,6 +30,7 @@ import onnx
 from onnx import ModelProto, TensorProto, numpy_helper
 
 from .errors import ExternalDataError, MissingExternalDataError, UnsafeExternalDataError
+from .onnx_protos import iter_graphs
 from .tensors import STATS_CHUNK, array_stats, chunk_stats, dtype_bits, shape_bytes
 
 __all__ = [
@@ -86,8 +87,6 @@ def external_tensors(model: ModelProto) -> list[TensorProto]:
     >>> external_tensors(zoo.build("mlp"))
     []
     """
-    from .graph import iter_graphs
-
     found: list[TensorProto] = []
     for graph, _ in iter_graphs(model.graph):
         found.extend(t for t in graph.initializer if t.data_location == TensorProto.EXTERNAL)
@@ -419,8 +418,6 @@ def stripped_copy(model: ModelProto, keep_bytes: int = STRIP_KEEP_BYTES) -> Mode
     >>> s.ByteSize() < m.ByteSize() / 100, list(kept.dims) == list(first.dims)
     (True, True)
     """
-    from .graph import iter_graphs
-
     copy = ModelProto()
     for descriptor, value in model.ListFields():  # every field but the main graph, as it is
         if descriptor.name != "graph":
@@ -473,7 +470,6 @@ def has_strippable_tensors(model: ModelProto, keep_bytes: int = STRIP_KEEP_BYTES
     >>> has_strippable_tensors(m), has_strippable_tensors(stripped_copy(m))
     (True, False)
     """
-    from .graph import iter_graphs
 
     def large(tensor: TensorProto) -> bool:
         return (

@@ -12,10 +12,11 @@ Examples
 
 from __future__ import annotations
 
-from .graph_view import GraphView
-from .stepper import PassStepper
 from .warm import warm_up
 
-warm_up()
+warm_up()  # first: the worker starts on the other core while the rest of the widgets import
+
+from .graph_view import GraphView  # noqa: E402
+from .stepper import PassStepper  # noqa: E402
 
 __all__ = ["GraphView", "PassStepper", "warm_up"]

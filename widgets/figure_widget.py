@@ -3,12 +3,13 @@
 ``go.FigureWidget`` is an anywidget: every instance carries plotly's whole JavaScript
 bundle (``_esm``, about 5 MB) in its first message, and the browser evaluates it again for
 every widget (anywidget imports it from a fresh ``blob:`` URL each time). `GraphFigureWidget`
-instead carries a few hundred bytes of ESM that loads the bundle from one shared, view-less
-widget model (:func:`bundle_widget`, made once per kernel, the bundle zlib-compressed in a
-binary buffer: 1.8 MB) and keeps the evaluated module
-in the page, so the second graph of a kernel (and every one after it) ships only its data,
-and its view starts without evaluating plotly.js again. Everything else (traces, layout,
-``batch_update``, ``on_click``) is plotly's own FigureWidget.
+instead carries a few hundred bytes of ESM that takes the bundle from one shared widget that is
+never displayed (:func:`bundle_widget`, made once per kernel, the bundle zlib-compressed in a
+binary buffer: 1.8 MB). That widget's model starts evaluating plotly.js the moment it arrives in
+the page (``GraphView`` makes it before loading its model, so the browser works while the kernel
+loads) and keeps the evaluated module in the page, so the second graph of a kernel (and every
+one after it) ships only its data, and its view starts without evaluating plotly.js again.
+Everything else (traces, layout, ``batch_update``, ``on_click``) is plotly's own FigureWidget.
 
 Examples
 --------
@@ -27,6 +28,7 @@ import threading
 import zlib
 from pathlib import Path
 
+import anywidget
 import ipywidgets as w
 import plotly
 import plotly.graph_objects as go
@@ -40,11 +42,44 @@ _LOCK = threading.Lock()
 _BUNDLE: _PlotlyBundle | None = None
 
 
-class _PlotlyBundle(w.Widget):
-    """A model-only widget (no view) holding plotly's front-end bundle as text."""
+#: Evaluate plotly's bundle from a bundle model, once per page and key: a promise of the module
+#: that anywidget's front end takes (``{initialize, render}``), kept on ``globalThis``.
+_LOAD_JS = """\
+const CACHE = (globalThis.__oge_plotly_bundles ||= new Map());
+function loadBundle(key, packed) {
+  if (!CACHE.has(key)) {
+    const loading = (async () => {
+      const stream = new Blob([packed]).stream().pipeThrough(new DecompressionStream("deflate"));
+      const code = await new Response(stream).text();
+      const url = URL.createObjectURL(new Blob([code], { type: "text/javascript" }));
+      let mod;
+      try { mod = await import(url); } finally { URL.revokeObjectURL(url); }
+      if (mod.render) return { render: mod.render };  // the forms anywidget accepts
+      return typeof mod.default === "function" ? await mod.default() : mod.default;
+    })();
+    loading.catch(() => CACHE.delete(key));
+    CACHE.set(key, loading);
+  }
+  return CACHE.get(key);
+}
+"""
 
-    _model_name = traitlets.Unicode("WidgetModel").tag(sync=True)
-    _model_module = traitlets.Unicode("@jupyter-widgets/base").tag(sync=True)
+#: The bundle model's own code: start evaluating plotly.js as soon as the model arrives, while
+#: the kernel is still building the figure, instead of when the first figure's view asks for it.
+_BUNDLE_ESM = (
+    _LOAD_JS
+    + """\
+export default {
+  initialize({ model }) { loadBundle(model.get("key"), model.get("code")); },
+};
+"""
+)
+
+
+class _PlotlyBundle(anywidget.AnyWidget):
+    """A widget never displayed, holding plotly's front-end bundle; its model evaluates it on arrival."""
+
+    _esm = _BUNDLE_ESM
     #: The bundle, zlib-compressed (level 1: 5.0 -> 1.8 MB): a binary buffer, no JSON string.
     code = traitlets.Bytes().tag(sync=True)
     key = traitlets.Unicode().tag(sync=True)
@@ -52,6 +87,9 @@ class _PlotlyBundle(w.Widget):
 
 def bundle_widget() -> w.Widget:
     """The kernel's one widget that carries plotly's bundle to the browser (made on first use).
+
+    Call it early (``GraphView`` does, before loading its model): the browser starts
+    evaluating plotly.js as soon as this widget's model arrives, in parallel with the kernel.
 
     Examples
     --------
@@ -69,30 +107,18 @@ def bundle_widget() -> w.Widget:
         return _BUNDLE
 
 
-#: The ESM every GraphFigureWidget carries: fetch the bundle model once per page, import it once
-#: (keyed by plotly's version and the bundle's hash), then hand each view to plotly's own code.
-_SHIM_ESM = """\
-const CACHE = (globalThis.__oge_plotly_bundles ||= new Map());
-function plotlyModule(model) {
+#: The ESM every GraphFigureWidget carries: the bundle model's evaluation (or, should this view
+#: come first, its own of the same bundle, under the same key), then plotly's own code.
+_SHIM_ESM = (
+    _LOAD_JS
+    + """\
+async function plotlyModule(model) {
   const ref = model.get("_oge_bundle") || "";
   const id = ref.startsWith("IPY_MODEL_") ? ref.slice("IPY_MODEL_".length) : ref;
   const key = model.get("_oge_bundle_key");
-  if (!CACHE.has(key)) {
-    const loading = (async () => {
-      const bundle = await model.widget_manager.get_model(id);
-      const packed = new Blob([bundle.get("code")]).stream();
-      const inflated = packed.pipeThrough(new DecompressionStream("deflate"));
-      const code = await new Response(inflated).text();
-      const url = URL.createObjectURL(new Blob([code], { type: "text/javascript" }));
-      let mod;
-      try { mod = await import(url); } finally { URL.revokeObjectURL(url); }
-      if (mod.render) return { render: mod.render };  // the forms anywidget accepts
-      return typeof mod.default === "function" ? await mod.default() : mod.default;
-    })();
-    loading.catch(() => CACHE.delete(key));
-    CACHE.set(key, loading);
-  }
-  return CACHE.get(key);
+  if (CACHE.has(key)) return CACHE.get(key);
+  const bundle = await model.widget_manager.get_model(id);
+  return loadBundle(key, bundle.get("code"));
 }
 export default {
   async initialize(ctx) {
@@ -105,6 +131,7 @@ export default {
   },
 };
 """
+)
 
 
 class GraphFigureWidget(go.FigureWidget):

@@ -41,6 +41,7 @@ from explorer.node_boxes import PX_PER_UNIT
 
 from .figure_sync import show_text_for_view, sync_figure
 from .recent import load_recent
+from .warm import warm_plotly
 
 __all__ = ["GraphView"]
 
@@ -99,7 +100,15 @@ class GraphView(w.VBox):
         palettes: Mapping[str, Mapping[str, str]] | None = None,
         height: int = 650,
     ) -> None:
-        self.graph = graph if isinstance(graph, ModelGraph) else load_recent(graph)
+        # Imported here, not at the top: plotly's widget stack is only needed once a view is made.
+        from .figure_widget import GraphFigureWidget, bundle_widget
+
+        bundle_widget()  # first: the browser evaluates plotly.js while this kernel loads the model
+        if isinstance(graph, ModelGraph):
+            self.graph = graph
+            warm_plotly()
+        else:
+            self.graph = load_recent(graph, while_inferring=warm_plotly)
         self.overlays: dict[str, Mapping[str, Any]] = dict(overlays or {})
         self.palettes: dict[str, Mapping[str, str]] = dict(palettes or {})
         self.selected: str | None = None
@@ -110,10 +119,6 @@ class GraphView(w.VBox):
         self._on_select: list[Callable[[str], Any]] = []
         depth = auto_collapse(self.graph) if collapse == "auto" else collapse
         self.layout_ = layered(self.graph, collapse=depth, node_size="auto")
-
-        # Imported here, not at the top: plotly's widget stack takes seconds to import, and
-        # ``import widgets`` imports it in the background (widgets.warm) while the model loads.
-        from .figure_widget import GraphFigureWidget
 
         self.figure = GraphFigureWidget(self._figure(color_by))
         self.figure.data[NODES].on_click(self._clicked)

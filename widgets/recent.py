@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -49,8 +50,24 @@ def _file_key(source: Any) -> tuple[Any, ...] | None:
     return (str(path), stat.st_ino, stat.st_size, stat.st_mtime_ns)
 
 
-def load_recent(source: Any, **kwargs: Any) -> ModelGraph:
+def load_recent(
+    source: Any, *, while_inferring: Callable[[], Any] | None = None, **kwargs: Any
+) -> ModelGraph:
     """:func:`explorer.load`, reusing the graph of a file loaded recently that has not changed.
+
+    Parameters
+    ----------
+    source : path or any source of :func:`explorer.load`
+        What to open.
+    while_inferring : callable, optional
+        As for :func:`explorer.load` (work to overlap with shape inference); called at once
+        when the graph is reused.
+    **kwargs
+        Other :func:`explorer.load` options; with any of them the graph is loaded each time.
+
+    Returns
+    -------
+    ModelGraph
 
     Examples
     --------
@@ -63,8 +80,11 @@ def load_recent(source: Any, **kwargs: Any) -> ModelGraph:
             graph = _RECENT.get(key)
             if graph is not None:
                 _RECENT.move_to_end(key)
-                return graph
-    graph = load(source, **kwargs)
+        if graph is not None:
+            if while_inferring is not None:
+                while_inferring()
+            return graph
+    graph = load(source, while_inferring=while_inferring, **kwargs)
     if key is not None:
         with _LOCK:
             _RECENT[key] = graph

@@ -37,12 +37,13 @@ import types
 
 from explorer import worker
 
-__all__ = ["DEFERRED_IMPORTS", "defer_import", "warm_up"]
+__all__ = ["DEFERRED_IMPORTS", "defer_import", "warm_plotly", "warm_up"]
 
 #: Modules that plotly imports eagerly but the widgets never use (see the module docstring).
 DEFERRED_IMPORTS: tuple[str, ...] = ("nbformat",)
 _LOCK = threading.Lock()
 _THREADS: tuple[threading.Thread, ...] | None = None
+_PLOTLY_WARM = False
 
 
 def defer_import(name: str) -> bool:
@@ -121,3 +122,30 @@ def warm_up() -> tuple[threading.Thread, ...]:
         prestarted = worker.prestart()
         _THREADS = () if prestarted is None else (prestarted,)
         return _THREADS
+
+
+def warm_plotly() -> None:
+    """Pay plotly's first-figure costs now: its default template and validator tables (two JSON
+    files), and the modules of the trace types the graph figure uses (once per process).
+
+    ``GraphView`` runs it while the worker infers shapes (``load``'s ``while_inferring``), so
+    the first figure of a kernel does not pay them after the wait. Later calls return at once.
+
+    Examples
+    --------
+    >>> from widgets.warm import warm_plotly
+    >>> warm_plotly(); warm_plotly()
+    """
+    global _PLOTLY_WARM
+    if _PLOTLY_WARM:
+        return
+    import plotly.graph_objects as go
+
+    go.Figure(  # validated, as a FigureWidget validates the figure it is given
+        data=[
+            {"type": "scattergl", "mode": "lines", "line": {"width": 1}, "marker": {"size": 1}},
+            {"type": "scatter", "mode": "text", "fill": "toself", "text": [""], "textfont": {"size": 1}},
+        ],
+        layout={"xaxis": {"visible": False}, "legend": {"orientation": "h"}, "hoverlabel": {"align": "left"}},
+    )
+    _PLOTLY_WARM = True

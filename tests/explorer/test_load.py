@@ -78,6 +78,19 @@ def test_zoo_source() -> None:
         load("zoo:nope")
 
 
+def test_while_inferring_runs_once_before_the_inferred_shapes_arrive(tmp_path: Path) -> None:
+    from explorer import zoo
+
+    path = tmp_path / "mlp.onnx"
+    onnx.save(zoo.build("mlp"), path)
+    seen: list[str] = []
+    graph = load(path, while_inferring=lambda: seen.append("called"))
+    assert seen == ["called"]
+    assert graph.nx.edges["/fc1/Gemm", "/relu1/Relu", "/fc1/Gemm_output_0"]["shape"] == ("batch", 256)
+    load("zoo:mlp", while_inferring=lambda: seen.append("no worker"), isolate=False)
+    assert seen == ["called", "no worker"]  # called also when nothing runs in the background
+
+
 def test_unsupported_source_type() -> None:
     with pytest.raises(TypeError, match="not int"):
         load(42)

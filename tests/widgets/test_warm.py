@@ -27,12 +27,13 @@ def test_warm_up_is_idempotent() -> None:
 
 
 def test_a_view_built_while_the_worker_starts_works_and_never_loads_nbformat() -> None:
-    # A fresh interpreter, so the worker is certainly still starting when GraphView loads.
+    # A fresh interpreter: ``import widgets`` starts the worker before it imports the rest of
+    # the widgets, so the worker starts (and may still be starting) while GraphView loads.
     script = textwrap.dedent(
         """
-        import sys, threading
+        import sys
         import widgets
-        running = sorted(t.name for t in threading.enumerate() if t.name != "MainThread")
+        running = [t.name for t in widgets.warm_up()]
         view = widgets.GraphView("zoo:resnet18")
         print(running)
         print(view.graph.summary().nodes, len(view.figure.data), type(view.figure).__name__)
@@ -47,7 +48,7 @@ def test_a_view_built_while_the_worker_starts_works_and_never_loads_nbformat() -
     )
     assert done.returncode == 0, done.stderr[-3000:]
     running, summary, deferred, loaded = done.stdout.strip().splitlines()[-4:]
-    assert "explorer-worker-prestart" in running
+    assert running == "['explorer-worker-prestart']"
     assert summary == f"69 {TRACE_COUNT} GraphFigureWidget"
     assert deferred == "False _Deferred"
     assert loaded == "4 True module"
@@ -109,3 +110,7 @@ def test_a_file_opened_again_reuses_its_graph_until_it_changes(tmp_path: Path) -
         load_recent(other)
     assert load_recent(path) is not changed  # pushed out by newer files
     assert load_recent(path, external_data=False) is not load_recent(path, external_data=False)
+    calls: list[int] = []
+    again = load_recent(path, while_inferring=lambda: calls.append(1))
+    assert load_recent(path, while_inferring=lambda: calls.append(2)) is again  # kept, and called
+    assert calls == [1, 2]
