@@ -15,10 +15,12 @@ each model measures:
 
 "Drawn" means, for us: the first animation frame at which the cell's output holds a plotly
 plot (``.js-plotly-plot`` that was not there before the run) whose ``nodes`` trace has been
-computed (``gd.calcdata`` holds it with at least one point) and its WebGL canvas exists;
-that frame paints it. For Netron: the first animation frame at which the page shows the
-graph (``body.default``, Netron's "model open" page) and its SVG (``#canvas``) holds node
-elements (``.node``). Both are timed inside the page (``performance.now()``).
+computed (``gd.calcdata`` holds it with at least one point) and its WebGL canvas exists
+(graphs drawn with WebGL) or its SVG box fills are in the page (smaller graphs, drawn with
+SVG: plotly draws SVG in the same task as the calc); that frame paints it. For Netron: the
+first animation frame at which the page shows the graph (``body.default``, Netron's "model
+open" page) and its SVG (``#canvas``) holds node elements (``.node``). Both are timed inside
+the page (``performance.now()``).
 
 The ``exec`` column is when the kernel's reply to the cell arrived (the Python side is
 done), ``plot`` when the plot element appeared; ``drawn - exec`` is widget messages plus
@@ -95,8 +97,10 @@ _RUN_JS = """async (timeoutMs) => {
         (err) => { result.exec = performance.now() - t0; result.ok = false; result.error = String(err); },
     );
     const drawnPoints = (gd) => {
-        if (!gd.calcdata || !gd._fullData || !gd._fullLayout || !gd._fullLayout._glcanvas) return 0;
+        if (!gd.calcdata || !gd._fullData || !gd._fullLayout) return 0;
         const index = gd._fullData.findIndex((t) => t.name === 'nodes');
+        const gl = index >= 0 && gd._fullData[index].type === 'scattergl';
+        if (gl ? !gd._fullLayout._glcanvas : !gd.querySelector('.scatterlayer .trace path.js-fill')) return 0;
         const cd = index < 0 ? null : gd.calcdata[index];
         return cd && cd.length ? gd._fullData[index]._length || 0 : 0;
     };

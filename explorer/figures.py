@@ -12,12 +12,16 @@ layout unit on, edge shapes when at most :data:`EDGE_LABEL_LIMIT` are in
 view (:func:`text_visibility`; GraphView and the report's script follow the
 zoom). The axes keep one scale (``scaleanchor``), so boxes keep their shape.
 
-The graph figure has a fixed trace order, so widgets can update it in place
-(WebGL traces are drawn above the SVG ones whatever their index):
+The graph figure has a fixed trace order, so widgets can update it in place.
+Edges, arrows and the hover markers are SVG (``scatter``) when at most
+:data:`SVG_MAX_ITEMS` items are drawn, and WebGL (``scattergl``) above: a first WebGL
+plot costs a context and shaders (about 0.35 s of a small graph's 0.5 s in headless
+Chromium), while SVG markers get slow to pan in the thousands. WebGL traces are drawn
+above the SVG ones whatever their index; SVG edges run under the boxes, as in Netron:
 
-0. ``edges``: one ``scattergl`` line trace, curves separated by NaN (one gap per edge);
-1. ``arrows``: arrowheads (``scattergl`` triangles) on each target's top edge, where they fit;
-2. ``nodes``: one invisible ``scattergl`` marker per item at its box centre, for hover and
+0. ``edges``: one line trace, curves separated by NaN (one gap per edge);
+1. ``arrows``: arrowheads (triangles) on each target's top edge, where they fit;
+2. ``nodes``: one invisible marker per item at its box centre, for hover and
    clicks; ``customdata`` = item id, ``marker.color`` = the item's colour (category, colour-by
    or overlay), ``marker.line`` = :func:`selection_ring`;
 3. ``shadows``: the stacked look of collapsed scopes (SVG, filled);
@@ -92,6 +96,7 @@ __all__ = [
     "LABEL_LIMIT",
     "EDGE_LABEL_LIMIT",
     "ARROW_LIMIT",
+    "SVG_MAX_ITEMS",
     "DIFF_COLORS",
     "COLOR_BY",
     "BoxGeometry",
@@ -135,6 +140,9 @@ EDGE_LABEL_LIMIT = 60
 
 ARROW_LIMIT = 3000
 """Arrowheads are drawn when the figure has at most this many edges."""
+
+SVG_MAX_ITEMS = 500
+"""Figures of at most this many drawn items draw edges, arrows and hover markers as SVG; more, WebGL."""
 
 _EDGE_LABEL_MAX = 5000  # no edge labels at all above this many edges (they could never show)
 _CURVE_SAMPLES = 10  # points per curved segment of an edge
@@ -778,6 +786,7 @@ def graph_figure(
     labels: bool | None = None,
     selected: str | None = None,
     notes: Mapping[str, str] | None = None,
+    webgl: bool | None = None,
 ) -> go.Figure:
     """Draw a ModelGraph: op boxes by category, smooth edges with arrowheads and shapes, hover details.
 
@@ -809,6 +818,10 @@ def graph_figure(
         An item to outline.
     notes : mapping, optional
         Item -> a line added to its hover text (e.g. the fusion it took part in).
+    webgl : bool, optional
+        Draw edges, arrows and hover markers with WebGL (``scattergl``) rather than SVG;
+        by default when more than :data:`SVG_MAX_ITEMS` items are drawn. A widget that
+        redraws one figure in place passes the same value every time (trace types stay).
 
     Returns
     -------
@@ -819,11 +832,14 @@ def graph_figure(
     >>> from explorer import load
     >>> fig = graph_figure(load("zoo:resnet18"), title="ResNet-18")
     >>> fig.data[NODES].type, fig.data[EDGES].mode, fig.data[HEADS].fill
-    ('scattergl', 'lines', 'toself')
+    ('scatter', 'lines', 'toself')
+    >>> graph_figure(load("zoo:mlp"), webgl=True).data[EDGES].type
+    'scattergl'
     """
     if layout is None:
         layout = layered(graph, collapse=auto_collapse(graph), node_size="auto")
     items = list(layout.positions)
+    point_trace = "scattergl" if (len(items) > SVG_MAX_ITEMS if webgl is None else webgl) else "scatter"
     datas = [item_data(graph, layout, i) for i in items]
     geo = box_geometry(graph, layout, datas)
     colors = _colors(graph, layout, datas, color_by, overlay, palette)
@@ -885,7 +901,7 @@ def graph_figure(
 
     traces: list[Any] = [
         dict(
-            type="scattergl",
+            type=point_trace,
             x=edge_x,
             y=edge_y,
             mode="lines",
@@ -895,7 +911,7 @@ def graph_figure(
             showlegend=False,
         ),
         dict(
-            type="scattergl",
+            type=point_trace,
             x=arrow_x,
             y=arrow_y,
             mode="markers",
@@ -905,7 +921,7 @@ def graph_figure(
             marker={"symbol": "triangle-down", "size": 7, "color": "#5f5f5f"},
         ),
         dict(
-            type="scattergl",
+            type=point_trace,
             x=geo.x,
             y=geo.y,
             mode="markers",

@@ -13,7 +13,8 @@ Examples
 >>> from explorer import load
 >>> from explorer.figures import graph_figure
 >>> target = go.FigureWidget(graph_figure(load("zoo:mlp")))
->>> sync_figure(target, graph_figure(load("zoo:resnet18")))
+>>> sync_figure(target, graph_figure(load("zoo:resnet18")))  # same trace types: updated in place
+False
 >>> len(target.data[2].x)
 71
 """
@@ -41,12 +42,15 @@ __all__ = ["sync_figure", "show_text_for_view", "follow_zoom"]
 _PLAIN = ("x", "y", "text", "visible", "name", "showlegend", "meta")
 
 
-def sync_figure(target: go.FigureWidget, fig: go.Figure, *, view: bool = False) -> None:
+def sync_figure(target: go.FigureWidget, fig: go.Figure, *, view: bool = False) -> bool:
     """Make ``target`` show ``fig`` (a :func:`explorer.figures.graph_figure` result).
 
     Every trace's data properties (x, y, text, visibility, legend entry, fill
     and line colours, marker) are set in one ``batch_update``; the trace order
     of graph figures is fixed, so trace ``i`` of one is trace ``i`` of the other.
+    When the trace types differ (a graph grew past
+    :data:`~explorer.figures.SVG_MAX_ITEMS` and is now drawn with WebGL, or the
+    other way), the traces are replaced instead.
 
     Parameters
     ----------
@@ -57,11 +61,26 @@ def sync_figure(target: go.FigureWidget, fig: go.Figure, *, view: bool = False) 
     view : bool
         Also move the axes to the new figure's initial view.
 
+    Returns
+    -------
+    bool
+        True when the traces were replaced: callbacks set on the old ones
+        (``on_click``) must be set again on ``target.data``.
+
     Examples
     --------
-    >>> sync_figure.__name__
-    'sync_figure'
+    >>> from explorer import load
+    >>> from explorer.figures import graph_figure
+    >>> target = go.FigureWidget(graph_figure(load("zoo:mlp")))
+    >>> sync_figure(target, graph_figure(load("zoo:mlp"), webgl=True)), target.data[2].type
+    (True, 'scattergl')
     """
+    if [t.type for t in target.data] != [t.type for t in fig.data]:
+        target.data = ()
+        target.add_traces(list(fig.data))
+        with target.batch_update():
+            _sync_layout(target, fig, view)
+        return True
     with target.batch_update():
         for old, new in zip(target.data, fig.data, strict=True):
             for prop in _PLAIN:
@@ -80,10 +99,15 @@ def sync_figure(target: go.FigureWidget, fig: go.Figure, *, view: bool = False) 
         nodes.marker.showscale = bool(marker.showscale)
         target.data[EDGES].line.width = fig.data[EDGES].line.width
         target.data[ARROWS].marker.size = fig.data[ARROWS].marker.size
-        target.layout.meta = fig.layout.meta
-        target._oge_text_view = None
-        if view:
-            target.layout.xaxis.range, target.layout.yaxis.range = _view_like(target, fig)
+        _sync_layout(target, fig, view)
+    return False
+
+
+def _sync_layout(target: go.FigureWidget, fig: go.Figure, view: bool) -> None:
+    target.layout.meta = fig.layout.meta
+    target._oge_text_view = None
+    if view:
+        target.layout.xaxis.range, target.layout.yaxis.range = _view_like(target, fig)
 
 
 def _view_like(target: go.FigureWidget, fig: go.Figure) -> tuple[list[float], list[float]]:

@@ -202,7 +202,8 @@ class GraphView(w.VBox):
         >>> view.refresh()
         """
         new = self._figure(self.color_menu.value if hasattr(self, "color_menu") else "op_type")
-        sync_figure(self.figure, new, view=not keep_view)
+        if sync_figure(self.figure, new, view=not keep_view):  # SVG <-> WebGL: new traces
+            self.figure.data[NODES].on_click(self._clicked)
         if hasattr(self, "status"):
             self._update_status()
 

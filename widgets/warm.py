@@ -143,7 +143,8 @@ def warm_plotly() -> None:
 
     go.Figure(  # validated, as a FigureWidget validates the figure it is given
         data=[
-            {"type": "scattergl", "mode": "lines", "line": {"width": 1}, "marker": {"size": 1}},
+            {"type": "scatter", "mode": "lines", "line": {"width": 1}, "marker": {"size": 1}},
+            {"type": "scattergl", "mode": "markers", "marker": {"size": 1}},
             {"type": "scatter", "mode": "text", "fill": "toself", "text": [""], "textfont": {"size": 1}},
         ],
         layout={"xaxis": {"visible": False}, "legend": {"orientation": "h"}, "hoverlabel": {"align": "left"}},

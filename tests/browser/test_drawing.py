@@ -135,7 +135,7 @@ def test_graph_view_draws_op_boxes_for_resnet18_and_a_transformer(
     assert _drawn(page, 2)["items"] < 300
     big.locator("button", has_text="expand all").click()
     page.wait_for_function(
-        f"() => document.querySelectorAll('{VIEWS}')[2].data[{NODES}].customdata.length > 900",
+        f"() => (document.querySelectorAll('{VIEWS}')[2].data[{NODES}]?.customdata?.length ?? 0) > 900",
         timeout=240_000,
     )
     page.wait_for_timeout(3000)

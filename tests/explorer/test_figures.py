@@ -36,6 +36,25 @@ from explorer.op_categories import CATEGORIES
 from explorer.timeline import run_pipeline
 
 
+def test_small_figures_draw_points_with_svg_and_large_ones_with_webgl(monkeypatch) -> None:
+    import explorer.figures as figures
+
+    graph = load("zoo:resnet18")
+    layout = layered(graph)
+    point_traces = (EDGES, ARROWS, NODES)
+    assert len(layout.positions) <= figures.SVG_MAX_ITEMS
+    assert {graph_figure(graph, layout).data[i].type for i in point_traces} == {"scatter"}
+    assert {graph_figure(graph, layout, webgl=True).data[i].type for i in point_traces} == {"scattergl"}
+    monkeypatch.setattr(figures, "SVG_MAX_ITEMS", len(layout.positions) - 1)
+    fig = graph_figure(graph, layout)
+    assert {fig.data[i].type for i in point_traces} == {"scattergl"}
+    assert graph_figure(graph, layout, webgl=False).data[NODES].type == "scatter"
+    # the boxes and text are SVG either way; only the point traces change
+    assert [t.type for i, t in enumerate(fig.data) if i not in point_traces] == [
+        t.type for i, t in enumerate(graph_figure(graph, layout, webgl=False).data) if i not in point_traces
+    ]
+
+
 def test_trace_order_and_one_marker_per_item() -> None:
     graph = load("zoo:resnet18")
     layout = layered(graph)
@@ -53,7 +72,7 @@ def test_trace_order_and_one_marker_per_item() -> None:
     ]
     assert names[HEADS : HEADS + len(CATEGORIES)] == [c.legend for c in CATEGORIES.values()]
     assert list(fig.data[NODES].customdata) == list(layout.positions)
-    assert fig.data[NODES].type == "scattergl" and fig.data[EDGES].type == "scattergl"
+    assert {fig.data[i].type for i in (EDGES, ARROWS, NODES)} == {"scatter"}  # 71 items: SVG
     # one polyline per edge, separated by gaps
     assert int(np.isnan(np.asarray(fig.data[EDGES].x, dtype=float)).sum()) == len(layout.edges)
     assert len(fig.data[ARROWS].x) == len(layout.edges)

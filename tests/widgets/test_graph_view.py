@@ -24,6 +24,20 @@ def test_click_on_a_node_selects_it_and_shows_its_details() -> None:
     assert widths[list(view.figure.data[NODES].customdata).index("/conv1/Conv")] == 2.5
 
 
+def test_a_view_that_grows_past_the_svg_limit_draws_with_webgl_and_still_takes_clicks(monkeypatch) -> None:
+    import explorer.figures as figures
+
+    view = GraphView("zoo:resnet18", collapse=1)
+    assert view.figure.data[NODES].type == "scatter"
+    monkeypatch.setattr(figures, "SVG_MAX_ITEMS", len(view.layout_.positions) + 1)
+    view.set_collapse(None)  # 71 items now: past the limit
+    nodes = view.figure.data[NODES]
+    assert nodes.type == "scattergl" and len(nodes.x) == len(view.layout_.positions)
+    index = list(nodes.customdata).index("/conv1/Conv")
+    nodes._dispatch_on_click(SimpleNamespace(point_inds=[index]), None)  # as plotly's front end does
+    assert view.selected == "/conv1/Conv"
+
+
 def test_click_on_a_box_expands_it_in_place() -> None:
     view = GraphView("zoo:resnet18", collapse=1)
     before = dict(view.layout_.positions)
