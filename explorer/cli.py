@@ -23,6 +23,7 @@ from typing import Any
 from . import __version__
 from .errors import ExplorerError
 from .load import load
+from .op_deltas import format_op_deltas
 
 __all__ = ["main", "build_parser", "parse_input_shape", "EXIT_BAD_INPUT", "EXIT_INTERNAL"]
 
@@ -219,7 +220,7 @@ def _timeline_text(timeline: Any) -> str:
     lines = [f"model: {timeline.source}", header]
     for index in range(1, len(timeline)):
         row = timeline.step_row(index)
-        deltas = ", ".join(f"{op} {n:+d}" for op, n in row["op_deltas"].items()) or "-"
+        deltas = format_op_deltas(row["op_deltas"], empty="-")
         drift = row["max_abs_diff"]
         drift_text = "-" if drift is None else (drift if isinstance(drift, str) else f"{drift:.2e}")
         nodes = f"{row['nodes_before']}->{row['nodes_after']}"
@@ -263,7 +264,7 @@ def _diff(args: argparse.Namespace) -> int:
         f"params {result.param_delta:+d}, changed weight bytes {result.weight_bytes_changed:,}"
     )
     if result.op_deltas:
-        print("op deltas: " + ", ".join(f"{op} {n:+d}" for op, n in result.op_deltas.items()))
+        print("op deltas: " + format_op_deltas(result.op_deltas))
     for fusion in result.fusions[:50]:
         print(f"  {fusion.kind:<6} {fusion.pattern}  ({', '.join(fusion.sources)} -> {fusion.into})")
     if len(result.fusions) > 50:

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from .graph import ModelGraph
 from .onnx_protos import constant_tensor, iter_graphs
+from .op_deltas import op_deltas
 from .weights import tensor_digest
 
 if TYPE_CHECKING:
@@ -662,9 +663,7 @@ def _diff(before: ModelGraph, after: ModelGraph) -> GraphDiff:
     )
 
     ops_a, ops_b = _node_list_ops(before), _node_list_ops(after)
-    op_deltas = {
-        op: ops_b[op] - ops_a[op] for op in sorted(set(ops_a) | set(ops_b)) if ops_b[op] != ops_a[op]
-    }
+    deltas = op_deltas(ops_a, ops_b)
     digests_a = set(weight_digests(before).values())
     new_bytes = 0
     for name, digest in weight_digests(after).items():
@@ -678,7 +677,7 @@ def _diff(before: ModelGraph, after: ModelGraph) -> GraphDiff:
         kept=kept,
         renamed=renamed,
         fusions=tuple(fusions),
-        op_deltas=op_deltas,
+        op_deltas=deltas,
         node_delta=sum(ops_b.values()) - sum(ops_a.values()),
         param_delta=_param_count(after) - _param_count(before),
         weight_bytes_changed=new_bytes,

@@ -35,6 +35,7 @@ import networkx as nx
 from onnx import AttributeProto, GraphProto, ModelProto, NodeProto
 
 from .errors import DanglingInputError, GraphCycleError, InvalidModelError
+from .node_ids import CONSTANT_PREFIX, INPUT_PREFIX, OUTER_PREFIX, OUTPUT_PREFIX
 from .onnx_protos import (
     GraphPath,
     constant_tensor,
@@ -66,15 +67,6 @@ __all__ = [
     "GraphPath",
     "constant_tensor",
 ]
-
-INPUT_PREFIX = "input:"
-"""Node-id prefix of graph inputs."""
-OUTPUT_PREFIX = "output:"
-"""Node-id prefix of graph outputs."""
-OUTER_PREFIX = "outer:"
-"""Node-id prefix of values a subgraph reads from its enclosing graph."""
-CONSTANT_PREFIX = "const:"
-"""Node-id prefix of initializers when constants are drawn as nodes."""
 
 TypeTable = Mapping[str, tuple[Shape | None, int]]
 """Tensor name -> (shape, ONNX element type) within one graph, as found by shape inference."""

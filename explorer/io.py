@@ -22,8 +22,11 @@ import onnx
 __all__ = ["write_bytes_atomic", "write_text_atomic", "save_model_atomic"]
 
 
-def write_bytes_atomic(data: bytes, path: str | os.PathLike[str]) -> Path:
+def write_bytes_atomic(data: bytes, path: str | os.PathLike[str], *, fsync: bool = True) -> Path:
     """Write ``data`` to ``path`` so readers see the old file or the whole new one, never half.
+
+    ``fsync=False`` skips flushing to the disk before the rename: still atomic for readers,
+    not durable across a power cut (right for private scratch files).
 
     Examples
     --------
@@ -39,7 +42,8 @@ def write_bytes_atomic(data: bytes, path: str | os.PathLike[str]) -> Path:
         with os.fdopen(handle, "wb") as out:
             out.write(data)
             out.flush()
-            os.fsync(out.fileno())
+            if fsync:
+                os.fsync(out.fileno())
         os.replace(temp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

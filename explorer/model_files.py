@@ -27,6 +27,7 @@ import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .io import write_bytes_atomic
 from .weights import external_tensors
 
 if TYPE_CHECKING:
@@ -117,10 +118,7 @@ def worker_source(graph: ModelGraph) -> str | Any:
         target = folder / location
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(graph.weights_dir / location, target)
-    target = folder / "model.onnx"
-    staging = folder / ".model.onnx.tmp"
-    staging.write_bytes(graph.model.SerializeToString())
-    os.replace(staging, target)
+    target = write_bytes_atomic(graph.model.SerializeToString(), folder / "model.onnx", fsync=False)
     graph.model_path = target
     return str(target)
 

@@ -458,18 +458,16 @@ def create_ort_session(
 
 
 def _synthesize_inputs(session: Any, seed: int) -> dict[str, Any]:
-    """Random inputs matching the session's inputs; dynamic dimensions become 1."""
-    import numpy as np
+    """Random inputs matching the session's inputs, by the project's one rule (runtimes.inputs)."""
+    from .runtimes.inputs import random_inputs
 
-    rng = np.random.default_rng(seed)
-    feeds = {}
+    specs = []
     for arg in session.get_inputs():
         dtype = _ORT_DTYPES.get(arg.type)
         if dtype is None:
             raise TypeError(f"cannot make a random value for input {arg.name!r} of type {arg.type}")
-        shape = [d if isinstance(d, int) and d >= 0 else 1 for d in (arg.shape or [])]
-        feeds[arg.name] = rng.standard_normal(shape).astype(dtype)
-    return feeds
+        specs.append((arg.name, arg.shape, dtype))
+    return random_inputs(specs, seed=seed)
 
 
 def _read_inputs(inputs: PathLike | Mapping[str, Any]) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import onnx
 from onnx import GraphProto
 
-from .graph import INPUT_PREFIX, OUTPUT_PREFIX
+from .node_ids import INPUT_PREFIX, OUTPUT_PREFIX
 from .onnx_protos import constant_tensor, has_schema, iter_graphs
 from .tensors import Shape, dtype_name, format_bytes, format_shape, shape_bytes, shape_from_type
 

@@ -32,6 +32,7 @@ from .errors import ExplorerError
 from .graph import ModelGraph
 from .load import load
 from .model_files import own_folder, worker_source
+from .op_deltas import format_op_deltas
 from .passes.base import FunctionPass, Pass, PassResult
 from .passes.registry import PipelineItem, parse_pipeline
 
@@ -227,7 +228,7 @@ class Timeline:
         rows = []
         for i in range(1, len(self.snapshots)):
             row = self.step_row(i)
-            row["op_deltas"] = ", ".join(f"{op} {n:+d}" for op, n in row["op_deltas"].items())
+            row["op_deltas"] = format_op_deltas(row["op_deltas"])
             rows.append(row)
         columns = [
             "pass",
@@ -343,7 +344,7 @@ def run_pipeline(
     feeds: dict[str, np.ndarray] = {}
     reference = None
     if verify:
-        from .runtimes.compare import random_feeds
+        from .runtimes.inputs import random_feeds
 
         feeds = random_feeds(graph.model, input_shapes, seed)
         reference = _reference_outputs(graph, feeds)

@@ -81,8 +81,6 @@ __all__ = [
     "PRESTART_IMPORTS",
 ]
 
-#: Serialized protobufs at or above this size must be saved with external data.
-_PROTOBUF_LIMIT = 2**31 - 1
 #: Text in an error message or stderr that means "an allocation failed".
 _OOM_MARKERS = (
     "bad_alloc",
@@ -1174,7 +1172,9 @@ def _stage_model(model: Any, call_dir: Path) -> Path:
 
 
 def _save_proto(model: Any, target: Path) -> None:
-    if model.ByteSize() < _PROTOBUF_LIMIT:
+    from .tensors import PROTOBUF_LIMIT
+
+    if model.ByteSize() < PROTOBUF_LIMIT:
         target.write_bytes(model.SerializeToString())
         return
     import onnx

@@ -58,6 +58,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from explorer.errors import UnknownNameError
+from explorer.io import write_bytes_atomic
 
 __all__ = ["UnknownModelError", "names", "build", "defaults"]
 
@@ -1049,10 +1050,7 @@ def write_external_chain(
         initializers,
     )
     model = _model(graph, "external_chain", {"hidden": hidden, "layers": layers, "fill": fill}, 17)
-    staging = path.with_name(f".{path.name}.tmp")
-    staging.write_bytes(model.SerializeToString())
-    os.replace(staging, path)
-    return path
+    return write_bytes_atomic(model.SerializeToString(), path)
 
 
 __all__ += ["write_external_chain"]

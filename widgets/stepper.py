@@ -32,6 +32,7 @@ from explorer.errors import PipelineSyntaxError, UnknownPassError
 from explorer.figures import DIFF_COLORS, NODES, diff_overlay, fusion_notes, graph_figure
 from explorer.graph import ModelGraph
 from explorer.layout import Layout, auto_collapse, layered
+from explorer.op_deltas import format_op_deltas
 from explorer.passes import FAMILIES, get_pass, pass_names, split_pipeline
 from explorer.timeline import Timeline, run_pipeline
 
@@ -320,10 +321,7 @@ class PassStepper(w.VBox):
             self.step_title.value = f"<b>step 0: the model as loaded</b> ({snap.nodes} nodes)"
             return
         counts = self.diff.counts() if self.diff else {}
-        deltas = (
-            ", ".join(f"{op} {n:+d}" for op, n in (self.diff.op_deltas if self.diff else {}).items())
-            or "none"
-        )
+        deltas = format_op_deltas(self.diff.op_deltas if self.diff else {}, empty="none")
         status = "changed" if snap.changed else "changed nothing"
         error = f" <span style='color:#d62728'>failed: {html.escape(snap.error)}</span>" if snap.error else ""
         self.step_title.value = (
@@ -364,7 +362,7 @@ class PassStepper(w.VBox):
             style = "color:#aaa;" if not row["changed"] else ""
             style += "background:#fff3cd;" if i == self.step else ""
             style += "color:#d62728;" if row["error"] else ""
-            deltas = ", ".join(f"{op} {n:+d}" for op, n in row["op_deltas"].items()) or "-"
+            deltas = format_op_deltas(row["op_deltas"], empty="-")
             rows.append(
                 f"<tr style='{style}' data-step='{i}'><td>{i}</td><td>{html.escape(row['pass'])}</td>"
                 f"<td>{'yes' if row['changed'] else 'no'}</td><td>{row['elapsed_ms']:.0f}</td>"

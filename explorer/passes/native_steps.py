@@ -220,10 +220,10 @@ def _fixed_shapes(
 ) -> tuple[dict, list[str]]:
     """Input shapes for onnxsim: the given ones, and defaults for symbolic dims of the rest.
 
-    The defaults are those of :func:`explorer.runtimes.compare.symbolic_dim_default` (1 for
+    The defaults are those of :func:`explorer.runtimes.inputs.symbolic_dim_default` (1 for
     batch-like names, else 32), so the verification's random inputs fit the fixed model.
     """
-    from ..runtimes.compare import symbolic_dim_default
+    from ..runtimes.inputs import symbolic_dim_default
     from ..tensors import shape_from_type
 
     shapes: dict[str, list[int]] = {k: list(v) for k, v in (given or {}).items()}

@@ -33,6 +33,7 @@ from typing import Any, NamedTuple
 import onnx
 
 from ..native import save_model
+from ..op_deltas import format_op_deltas, op_deltas
 from .native_steps import _drop_inferred_value_info, _has_value_info
 
 __all__ = [
@@ -160,9 +161,9 @@ def optimizer_step(path: str, part: str, *, out_path: str) -> list[str]:
             f"unknown onnxscript optimizer part {part!r}; use one of {', '.join(OPTIMIZER_PARTS)}"
         )
     after = Counter(_op(n) for n in model.graph)
-    delta = {op: after[op] - before[op] for op in sorted(set(before) | set(after)) if after[op] != before[op]}
+    delta = op_deltas(before, after)
     if delta:
-        log.append("op counts: " + ", ".join(f"{op} {n:+d}" for op, n in delta.items()))
+        log.append("op counts: " + format_op_deltas(delta))
     _save(model, out_path, _has_value_info(proto))
     return log
 
