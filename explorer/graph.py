@@ -35,6 +35,7 @@ import networkx as nx
 from onnx import AttributeProto, GraphProto, ModelProto, NodeProto
 
 from .errors import DanglingInputError, GraphCycleError, InvalidModelError
+from .graph_schema import edge_data, node_data
 from .node_ids import CONSTANT_PREFIX, INPUT_PREFIX, OUTER_PREFIX, OUTPUT_PREFIX
 from .onnx_protos import (
     GraphPath,
@@ -273,39 +274,22 @@ class ModelGraph:
         for node_id, data in self.nx.nodes(data=True):
             for slot_info in data.get("weights", ()):
                 const_id = CONSTANT_PREFIX + slot_info.name
+                kind = "Initializer" if slot_info.source == "initializer" else "Constant"
                 nodes.append(
                     (
                         const_id,
-                        {
-                            "kind": "constant",
-                            "op_type": "Initializer" if slot_info.source == "initializer" else "Constant",
-                            "domain": "",
-                            "name": slot_info.name,
-                            "index": -1,
-                            "attributes": {},
-                            "inputs": [],
-                            "outputs": [slot_info.name],
-                            "scope": data.get("scope", ()),
-                            "weights": (slot_info,),
-                            "subgraphs": (),
-                        },
+                        node_data(
+                            "constant",
+                            kind,
+                            slot_info.name,
+                            outputs=[slot_info.name],
+                            scope=data.get("scope", ()),
+                            weights=(slot_info,),
+                        ),
                     )
                 )
-                edges.append(
-                    (
-                        const_id,
-                        node_id,
-                        slot_info.name,
-                        {
-                            "tensor": slot_info.name,
-                            "shape": slot_info.shape,
-                            "dtype": slot_info.dtype,
-                            "bytes": slot_info.nbytes,
-                            "slots": (),
-                            "implicit": False,
-                        },
-                    )
-                )
+                edge = edge_data(slot_info.name, slot_info.shape, slot_info.dtype, slot_info.nbytes)
+                edges.append((const_id, node_id, slot_info.name, edge))
         graph.add_nodes_from(nodes)
         graph.add_edges_from(edges)
         twin = ModelGraph(
@@ -363,14 +347,9 @@ def _node_ids(nodes: list[NodeProto], indices: list[int], reserved: set[str]) ->
 
 def _edge_data(name: str, types: TypeTable, slots: tuple[int, ...], implicit: bool) -> dict[str, Any]:
     shape, elem_type = types.get(name, (None, 0))
-    return {
-        "tensor": name,
-        "shape": shape,
-        "dtype": dtype_name(elem_type) if elem_type else None,
-        "bytes": shape_bytes(shape, elem_type) if elem_type else None,
-        "slots": slots,
-        "implicit": implicit,
-    }
+    dtype = dtype_name(elem_type) if elem_type else None
+    nbytes = shape_bytes(shape, elem_type) if elem_type else None
+    return edge_data(name, shape, dtype, nbytes, slots=slots, implicit=implicit)
 
 
 def _build_one(
@@ -435,26 +414,9 @@ def _build_one(
     node_rows: list[tuple[str, dict[str, Any]]] = []
     for value in inputs:
         shape, elem_type = types.get(value.name) or shape_from_type(value.type)
-        node_rows.append(
-            (
-                INPUT_PREFIX + value.name,
-                {
-                    "kind": "input",
-                    "op_type": "Input",
-                    "domain": "",
-                    "name": value.name,
-                    "index": -1,
-                    "attributes": {},
-                    "inputs": [],
-                    "outputs": [value.name],
-                    "scope": (),
-                    "weights": (),
-                    "subgraphs": (),
-                    "shape": shape,
-                    "dtype": dtype_name(elem_type) if elem_type else None,
-                },
-            )
-        )
+        dtype = dtype_name(elem_type) if elem_type else None
+        data = node_data("input", "Input", value.name, outputs=[value.name], shape=shape, dtype=dtype)
+        node_rows.append((INPUT_PREFIX + value.name, data))
 
     edge_rows: list[tuple[str, str, str, dict[str, Any]]] = []
     outer_nodes: dict[str, str] = {}
@@ -514,43 +476,26 @@ def _build_one(
                         "which nothing in or around it produces",
                         path=where,
                     )
-        node_rows.append(
-            (
-                node_id,
-                {
-                    "kind": "op",
-                    "op_type": node.op_type,
-                    "domain": node.domain,
-                    "name": node.name,
-                    "index": index,
-                    "attributes": {a.name: _decode_attribute(a) for a in node.attribute},
-                    "inputs": list(node.input),
-                    "outputs": list(node.output),
-                    "scope": _node_scope(node),
-                    "weights": tuple(node_weights.values()),
-                    "subgraphs": subgraph_attrs,
-                },
-            )
+        data = node_data(
+            "op",
+            node.op_type,
+            node.name,
+            domain=node.domain,
+            index=index,
+            attributes={a.name: _decode_attribute(a) for a in node.attribute},
+            inputs=node.input,
+            outputs=node.output,
+            scope=_node_scope(node),
+            weights=node_weights.values(),
+            subgraphs=subgraph_attrs,
         )
+        node_rows.append((node_id, data))
 
     for value in proto.output:
         out_id = OUTPUT_PREFIX + value.name
         shape, elem_type = types.get(value.name) or shape_from_type(value.type)
-        data = {
-            "kind": "output",
-            "op_type": "Output",
-            "domain": "",
-            "name": value.name,
-            "index": -1,
-            "attributes": {},
-            "inputs": [value.name],
-            "outputs": [],
-            "scope": (),
-            "weights": (),
-            "subgraphs": (),
-            "shape": shape,
-            "dtype": dtype_name(elem_type) if elem_type else None,
-        }
+        dtype = dtype_name(elem_type) if elem_type else None
+        data = node_data("output", "Output", value.name, inputs=[value.name], shape=shape, dtype=dtype)
         src = source_of(value.name, f"graph output {value.name!r}")
         if src is None:
             data["weights"] = (weights[value.name],)
@@ -560,26 +505,9 @@ def _build_one(
 
     for name, outer_id in outer_nodes.items():
         shape, elem_type = types.get(name, (None, 0))
-        node_rows.append(
-            (
-                outer_id,
-                {
-                    "kind": "outer",
-                    "op_type": "Outer",
-                    "domain": "",
-                    "name": name,
-                    "index": -1,
-                    "attributes": {},
-                    "inputs": [],
-                    "outputs": [name],
-                    "scope": (),
-                    "weights": (),
-                    "subgraphs": (),
-                    "shape": shape,
-                    "dtype": dtype_name(elem_type) if elem_type else None,
-                },
-            )
-        )
+        dtype = dtype_name(elem_type) if elem_type else None
+        data = node_data("outer", "Outer", name, outputs=[name], shape=shape, dtype=dtype)
+        node_rows.append((outer_id, data))
 
     graph.add_nodes_from(node_rows)
     graph.add_edges_from(edge_rows)
