@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from onnx import TensorProto
 
+from .graph_memo import PerGraph
 from .onnx_protos import constant_tensor
 from .tensors import format_shape
 from .weights import tensor_stats
@@ -115,10 +116,7 @@ def find_tensor(graph: ModelGraph, name: str) -> TensorProto | None:
     >>> find_tensor(load("zoo:mlp"), "fc1.weight").dims
     [256, 784]
     """
-    cache = getattr(graph, "_tensor_index", None)
-    if cache is None:
-        cache = {t.name: t for t in graph.proto.initializer}
-        graph._tensor_index = cache  # type: ignore[attr-defined]
+    cache = _INITIALIZERS(graph)
     if name in cache:
         return cache[name]
     for node in graph.proto.node:
@@ -278,3 +276,8 @@ def details_html(details: NodeDetails) -> str:
         parts.append(f"<b>subgraphs</b>: {_esc(', '.join(details.subgraphs))}")
     parts.append("</div>")
     return "".join(parts)
+
+
+_INITIALIZERS: PerGraph[dict[str, TensorProto]] = PerGraph(
+    "initializers by name", lambda graph: {t.name: t for t in graph.proto.initializer}
+)

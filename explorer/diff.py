@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .graph import ModelGraph
+from .graph_memo import PerGraph
 from .onnx_protos import constant_tensor, iter_graphs
 from .op_deltas import op_deltas
 from .weights import tensor_digest
@@ -297,9 +298,10 @@ def weight_digests(graph: ModelGraph) -> dict[str, str]:
     >>> len(next(iter(digests.values())))
     32
     """
-    cached = getattr(graph, "_weight_digests", None)
-    if cached is not None:
-        return cached
+    return _WEIGHT_DIGESTS(graph)
+
+
+def _compute_weight_digests(graph: ModelGraph) -> dict[str, str]:
     digests: dict[str, str] = {}
     model = graph.model
     if model is not None:
@@ -310,15 +312,17 @@ def weight_digests(graph: ModelGraph) -> dict[str, str]:
             ]
             for tensor in tensors:
                 digests.setdefault(tensor.name, tensor_digest(tensor, graph.weights_dir))
-    graph._weight_digests = digests  # type: ignore[attr-defined]
     return digests
+
+
+_WEIGHT_DIGESTS: PerGraph[dict[str, str]] = PerGraph("weight digests", _compute_weight_digests)
 
 
 @dataclass
 class _Side:
-    """Per-graph facts the matcher needs, computed once."""
+    """Per-graph facts the matcher needs, computed once (no reference to the graph: it is memoized
+    by it, and a value that held its weak key would keep the graph alive)."""
 
-    graph: ModelGraph
     ops: list[str]
     op_type: dict[str, str]
     attrs: dict[str, str]
@@ -332,12 +336,8 @@ class _Side:
 
 
 def _side(graph: ModelGraph) -> _Side:
-    """The matcher's view of a graph, cached on it: a timeline diffs each snapshot twice."""
-    cached = getattr(graph, "_diff_side", None)
-    if cached is None:
-        cached = _build_side(graph)
-        graph._diff_side = cached  # type: ignore[attr-defined]
-    return cached
+    """The matcher's view of a graph, memoized (a timeline diffs each snapshot twice)."""
+    return _SIDES(graph)
 
 
 def _build_side(graph: ModelGraph) -> _Side:
@@ -381,9 +381,7 @@ def _build_side(graph: ModelGraph) -> _Side:
             if src is not None and src != node:
                 successors[src].append(node)
                 predecessors[node].append(src)
-    return _Side(
-        graph, ops, op_type, attrs, weights, producers, outputs, inputs, named, successors, predecessors
-    )
+    return _Side(ops, op_type, attrs, weights, producers, outputs, inputs, named, successors, predecessors)
 
 
 class _Matcher:
@@ -683,3 +681,6 @@ def _diff(before: ModelGraph, after: ModelGraph) -> GraphDiff:
         weight_bytes_changed=new_bytes,
         matched_by=dict(matcher.rounds),
     )
+
+
+_SIDES: PerGraph[_Side] = PerGraph("diff sides", _build_side)

@@ -265,12 +265,20 @@ class PassStepper(w.VBox):
             self.show(change["new"])
 
     def _layout(self, index: int) -> Layout:
-        if index not in self._layouts:
-            graph = self.timeline[index].graph if self.timeline else self.graph
-            previous = self._layouts.get(index - 1)
-            self._layouts[index] = layered(
-                graph, collapse=auto_collapse(graph), previous=previous, node_size="auto"
-            )
+        """Snapshot ``index``'s layout, laid out after the one before it (so every earlier one first):
+        a step looks the same whichever steps were visited before."""
+        first = index
+        while first > 0 and first - 1 not in self._layouts:
+            first -= 1
+        for step in range(first, index + 1):
+            if step not in self._layouts:
+                graph = self.timeline[step].graph if self.timeline else self.graph
+                self._layouts[step] = layered(
+                    graph,
+                    collapse=auto_collapse(graph),
+                    previous=self._layouts.get(step - 1),
+                    node_size="auto",
+                )
         return self._layouts[index]
 
     def show(self, index: int) -> None:

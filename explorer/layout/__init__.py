@@ -60,7 +60,7 @@ True
 from __future__ import annotations
 
 from .build import layered
-from .cache import CACHE_SIZE, clear_cache, graph_fingerprint
+from .cache import CACHE_SIZE, clear_cache, graph_fingerprint, layout_digest
 from .crossings import count_crossings
 from .incremental import collapse_group, expand
 from .ordering import MAXITER
@@ -77,6 +77,7 @@ __all__ = [
     "expand",
     "collapse_group",
     "graph_fingerprint",
+    "layout_digest",
     "group_id",
     "clear_cache",
     "CACHE_SIZE",

@@ -7,7 +7,7 @@ from collections.abc import Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from .cache import _cache_get, _cache_put, graph_fingerprint
+from .cache import _cache_get, _cache_put, graph_fingerprint, layout_digest
 from .layering import _layering, _rank_of
 from .ordering import MAXITER, _Placement, _refine, _sugiyama
 from .sizes import _item_sizes, _size_key
@@ -171,9 +171,9 @@ def layered(
     -------
     Layout
         Memoized (16 layouts, least recently used out) by graph fingerprint,
-        collapse, gaps, options and sizes. The memo ignores ``previous``: a graph version seen
-        before gets the same layout back, which is what stepping back and
-        forth between snapshots wants.
+        collapse, gaps, options, sizes and ``previous`` (:func:`layout_digest`): the same graph
+        version after the same layout gets the same layout back, whichever step was visited
+        first, which is what stepping back and forth between snapshots wants.
 
     Examples
     --------
@@ -204,12 +204,13 @@ def layered(
         size_key: Hashable = ("sizes", tuple(sizes))
     else:
         size_key = _size_key(graph, node_size)
-    key = (version, mode, float(hgap), float(vgap), maxiter, straight, size_key, float(box_gap))
+    if previous is not None and previous.hgap != hgap:
+        previous = None
+    after = None if previous is None else layout_digest(previous)
+    key = (version, mode, float(hgap), float(vgap), maxiter, straight, size_key, float(box_gap), after)
     found = _cache_get(key)
     if found is not None:
         return found
-    if previous is not None and previous.hgap != hgap:
-        previous = None
     with _no_gc():
         if vis is None:
             vis = _visible(graph, mode)

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from ..graph import ModelGraph
 
 
-__all__ = ["CACHE_SIZE", "graph_fingerprint", "clear_cache"]
+__all__ = ["CACHE_SIZE", "graph_fingerprint", "layout_digest", "clear_cache"]
 
 
 CACHE_SIZE = 16
@@ -63,6 +63,29 @@ def graph_fingerprint(graph: ModelGraph) -> str:
     value = digest.hexdigest()
     _FINGERPRINTS[g] = (*counts, value)
     return value
+
+
+def layout_digest(layout: Layout) -> str:
+    """A hash of where a layout puts every item (graph version, layers, x): its identity as a ``previous``.
+
+    :func:`~explorer.layout.layered` keys its memo on it when given ``previous``, so a
+    stable relayout depends on the layout it follows, not on which one was asked first.
+
+    Examples
+    --------
+    >>> from explorer import load
+    >>> from explorer.layout import layered
+    >>> g = load("zoo:resnet18")
+    >>> layout_digest(layered(g)) == layout_digest(layered(load("zoo:resnet18")))
+    True
+    >>> layout_digest(layered(g)) == layout_digest(layered(g, collapse=1))
+    False
+    """
+    digest = hashlib.blake2b(layout.version.encode(), digest_size=16)
+    layers = layout.layers
+    rows = sorted(f"{item}\x1f{layers.get(item, 0)}\x1f{x:.6g}" for item, (x, _) in layout.positions.items())
+    digest.update("\x1e".join(rows).encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
 
 
 def clear_cache() -> None:

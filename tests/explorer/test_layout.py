@@ -295,6 +295,19 @@ def test_previous_layout_makes_room_for_an_added_node_with_small_shifts(transfor
     _check_drawing(stable)
 
 
+def test_a_stable_layout_depends_on_its_previous_not_on_what_was_asked_first(transformer: ModelGraph) -> None:
+    edited = _edited(transformer, "/encoder/layers.1/activation/Gelu")
+    base = lay.layered(transformer)
+    lay.clear_cache()
+    after_base = lay.layered(edited, previous=base)
+    lay.clear_cache()
+    alone = lay.layered(edited)  # asked first without a previous: it must not answer the next call
+    again = lay.layered(edited, previous=base)
+    assert again is not alone and again.positions == after_base.positions
+    assert lay.layered(edited, previous=base) is again  # and the memo still serves repeats
+    assert lay.layout_digest(again) == lay.layout_digest(after_base) != lay.layout_digest(alone)
+
+
 def test_layouts_are_cached_by_graph_fingerprint_and_collapse(transformer: ModelGraph) -> None:
     lay.clear_cache()
     first = lay.layered(transformer, collapse=2)

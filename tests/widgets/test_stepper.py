@@ -76,3 +76,19 @@ def test_the_new_families_are_picked_like_the_others_and_the_step_log_is_shown()
     assert "fuse_mha2 matched nothing" in stepper.step_title.value
     stepper.show(2)
     assert "com.microsoft::Attention" in stepper.fusions.value
+
+
+def test_a_step_looks_the_same_whichever_steps_were_visited_before() -> None:
+    from explorer.layout import clear_cache, layout_digest
+
+    pipeline = "fuse_bn_into_conv,eliminate_identity"
+    clear_cache()
+    direct = PassStepper("zoo:resnet18", pipeline, verify=False)  # opens at step 2, the first change
+    jumped = layout_digest(direct._layout(2))
+    clear_cache()
+    walked = PassStepper("zoo:resnet18", pipeline, verify=False)
+    walked._layouts.clear()
+    for step in (0, 1, 2):
+        walked.show(step)
+    assert layout_digest(walked._layout(2)) == jumped
+    assert sorted(direct._layouts) == [0, 1, 2]  # step 2 was laid out after steps 0 and 1
