@@ -23,18 +23,17 @@ import math
 import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .diff import GraphDiff, diff
 from .errors import ExplorerError
 from .graph import ModelGraph
 from .load import load
-from .model_files import own_folder, worker_source
+from .model_files import own_folder
 from .op_deltas import format_op_deltas
 from .passes.base import FunctionPass, Pass, PassResult
 from .passes.registry import PipelineItem, parse_pipeline
+from .verification import OutputCheck
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -89,6 +88,97 @@ class Snapshot:
     log: tuple[str, ...] = ()
     max_abs_diff: float | None = None
     error: str | None = None
+
+    @classmethod
+    def original(
+        cls, graph: ModelGraph, *, max_abs_diff: float | None = None, log: tuple[str, ...] = ()
+    ) -> Snapshot:
+        """Snapshot 0: the graph as loaded.
+
+        Examples
+        --------
+        >>> from explorer import load
+        >>> Snapshot.original(load("zoo:mlp")).name
+        'original'
+        """
+        summary = graph.summary()
+        return cls(
+            index=0,
+            name="original",
+            family="",
+            description="The model as loaded.",
+            graph=graph,
+            changed=False,
+            elapsed=0.0,
+            nodes=summary.nodes,
+            params=summary.params,
+            log=log,
+            max_abs_diff=max_abs_diff,
+        )
+
+    @classmethod
+    def after(
+        cls,
+        index: int,
+        step: Any,
+        graph: ModelGraph,
+        *,
+        changed: bool,
+        elapsed: float,
+        log: tuple[str, ...] = (),
+        max_abs_diff: float | None = None,
+    ) -> Snapshot:
+        """The graph after step ``index``, done by ``step`` (with ``name``, ``family``, ``description``).
+
+        Examples
+        --------
+        >>> from explorer import load
+        >>> from explorer.passes import get_pass
+        >>> step = get_pass("eliminate_identity")
+        >>> Snapshot.after(1, step, load("zoo:mlp"), changed=False, elapsed=0.0).family
+        'onnxoptimizer'
+        """
+        summary = graph.summary()
+        return cls(
+            index=index,
+            name=step.name,
+            family=step.family,
+            description=step.description,
+            graph=graph,
+            changed=changed,
+            elapsed=elapsed,
+            nodes=summary.nodes,
+            params=summary.params,
+            log=log,
+            max_abs_diff=max_abs_diff,
+        )
+
+    @classmethod
+    def unchanged(
+        cls,
+        index: int,
+        step: Any,
+        graph: ModelGraph,
+        last: Snapshot,
+        log: tuple[str, ...],
+        max_abs_diff: float | None,
+        error: str,
+    ) -> Snapshot:
+        """The snapshot of a step that failed: the previous graph (``last``'s counts), and why."""
+        return cls(
+            index=index,
+            name=step.name,
+            family=step.family,
+            description=step.description,
+            graph=graph,
+            changed=False,
+            elapsed=0.0,
+            nodes=last.nodes,
+            params=last.params,
+            log=log,
+            max_abs_diff=max_abs_diff,
+            error=error,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON-ready facts of the step (without the graph).
@@ -248,48 +338,12 @@ class Timeline:
         return pd.DataFrame(rows, columns=columns)
 
 
-def _reference_outputs(graph: ModelGraph, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray] | None:
-    from .runtimes.ort import run_onnxruntime
-
-    try:
-        return run_onnxruntime(worker_source(graph), feeds, optimization="disabled")
-    except Exception:
-        return None
-
-
-def _graph_inputs(model: Any) -> list[str]:
-    initializers = {t.name for t in model.graph.initializer}
-    return [v.name for v in model.graph.input if v.name not in initializers]
-
-
-def _verify(
-    graph: ModelGraph, feeds: Mapping[str, np.ndarray], reference: Sequence[np.ndarray] | None
-) -> float | None:
-    from .runtimes.compare import max_abs_diff
-    from .runtimes.ort import run_onnxruntime
-
-    if reference is None:
-        return None
-    # inputs are matched by position: passes such as rename_input_output rename them
-    values = list(feeds.values())
-    names = _graph_inputs(graph.model)
-    if len(names) != len(values):
-        return float("inf")
-    try:
-        outputs = run_onnxruntime(
-            worker_source(graph), dict(zip(names, values, strict=True)), optimization="disabled"
-        )
-    except Exception:
-        return float("inf")
-    return max_abs_diff(reference, outputs)
-
-
 def run_pipeline(
     source: Any,
     pipeline: str | Iterable[PipelineItem | Pass],
     *,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
-    verify: bool = True,
+    verify: bool | OutputCheck = True,
     seed: int = 0,
     progress: StepProgress | None = None,
     stop_on_error: bool = False,
@@ -306,11 +360,13 @@ def run_pipeline(
     input_shapes : mapping, optional
         Fixed input shapes: used when loading, given to passes that take them
         (onnxsim) and to the random inputs of the verification.
-    verify : bool
-        Run the original and every changed snapshot on random inputs in ONNX
-        Runtime (in the worker) and record the largest output difference.
+    verify : bool or OutputCheck
+        Run the original and every changed snapshot on the same random inputs
+        and record the largest output difference: ``True`` in ONNX Runtime (in
+        the worker), or on the runtime of the :class:`~explorer.verification.OutputCheck`
+        given.
     seed : int
-        Seed of the random inputs.
+        Seed of the random inputs (with ``verify=True``).
     progress : callable, optional
         Called as ``progress(step, total, name)`` before each step.
     stop_on_error : bool
@@ -329,73 +385,28 @@ def run_pipeline(
     graph = source if isinstance(source, ModelGraph) else load(source, input_shapes=input_shapes)
     if graph.model is None:
         raise ValueError("run_pipeline needs a top-level graph (one with a ModelProto), not a subgraph")
-    shared = {"input_shapes": dict(input_shapes)} if input_shapes else {}
-    if isinstance(pipeline, str):
-        passes: list[Pass] = list(parse_pipeline(pipeline, **shared))
-    else:
-        passes = [
-            item if isinstance(item, Pass) else parse_pipeline([item], **shared)[0] for item in pipeline
-        ]
-
-    summary = graph.summary()
-    snapshots = [
-        Snapshot(0, "original", "", "The model as loaded.", graph, False, 0.0, summary.nodes, summary.params)
-    ]
-    feeds: dict[str, np.ndarray] = {}
-    reference = None
-    if verify:
-        from .runtimes.inputs import random_feeds
-
-        feeds = random_feeds(graph.model, input_shapes, seed)
-        reference = _reference_outputs(graph, feeds)
-        snapshots[0] = Snapshot(
-            0,
-            "original",
-            "",
-            "The model as loaded.",
-            graph,
-            False,
-            0.0,
-            summary.nodes,
-            summary.params,
-            max_abs_diff=0.0 if reference is not None else None,
-            log=() if reference is not None else ("the original model does not run in ONNX Runtime",),
-        )
+    passes = _passes(pipeline, input_shapes)
+    check = verify if isinstance(verify, OutputCheck) else None
+    if check is None and verify:
+        check = OutputCheck(seed=seed, input_shapes=input_shapes)
+    drift, note = check.start(graph) if check is not None else (None, None)
+    snapshots = [Snapshot.original(graph, max_abs_diff=drift, log=() if note is None else (note,))]
     current = graph
-    current_diff = snapshots[0].max_abs_diff
     diffs: dict[tuple[int, int], GraphDiff] = {}
     for step, pass_ in enumerate(passes, start=1):
         if progress is not None:
             progress(step, len(passes), pass_.name)
-        try:
-            if isinstance(pass_, FunctionPass):  # it reads the current model's file, when there is one
-                result = pass_.run(current.model, model_path=current.model_path)
-            else:
-                result = pass_.run(current.model)
-        except Exception as err:  # any pass failure is recorded on its step (KeyboardInterrupt is not caught)
-            if stop_on_error:
-                raise
-            message = f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}"
-            snapshots.append(_unchanged(step, pass_, current, snapshots[-1], (), current_diff, message[:500]))
+        outcome = _run_step(pass_, current, stop_on_error)
+        if isinstance(outcome, _Failed):  # the pass failed, or its model does not load
+            last, why = snapshots[-1], outcome.error
+            snapshots.append(Snapshot.unchanged(step, pass_, current, last, outcome.log, drift, why))
             continue
-        changed = result.modified
-        log = result.log
-        if not changed:
-            _discard(result)
-        if changed:
-            try:
-                candidate = load(result.model, input_shapes=None, model_path=result.path)
-            except ExplorerError as err:
-                _discard(result)
-                if stop_on_error:
-                    raise
-                failure = f"the pass produced a model that does not load: {err}"
-                snapshots.append(_unchanged(step, pass_, current, snapshots[-1], log, current_diff, failure))
-                continue
+        result, candidate = outcome
+        log, changed = result.log, candidate is not None
+        if candidate is not None:
             step_diff = diff(current, candidate)
-            weights_moved = step_diff.weight_bytes_changed or step_diff.param_delta
-            if step_diff.is_empty and not step_diff.op_deltas and not weights_moved:
-                changed = False  # same graph, only serialization details (names/order of initializers...)
+            if _same_graph(step_diff):
+                changed = False  # only serialization details (names / order of initializers ...)
                 log = (*log, "the graph is the same; only serialization details changed")
             else:
                 diffs[step - 1, step] = step_diff
@@ -403,53 +414,59 @@ def run_pipeline(
                 own_folder(candidate, result.path.parent)
             current = candidate
             if changed:
-                current_diff = _verify(current, feeds, reference) if verify else None
-        summary = current.summary()
+                drift = check.drift(current) if check is not None else None
         snapshots.append(
-            Snapshot(
-                step,
-                pass_.name,
-                pass_.family,
-                pass_.description,
-                current,
-                changed,
-                result.elapsed,
-                summary.nodes,
-                summary.params,
-                log,
-                current_diff,
+            Snapshot.after(
+                step, pass_, current, changed=changed, elapsed=result.elapsed, log=log, max_abs_diff=drift
             )
         )
     return Timeline(tuple(snapshots), graph.source, diffs)
+
+
+def _passes(pipeline: str | Iterable[PipelineItem | Pass], input_shapes: Any) -> list[Pass]:
+    shared = {"input_shapes": dict(input_shapes)} if input_shapes else {}
+    if isinstance(pipeline, str):
+        return list(parse_pipeline(pipeline, **shared))
+    return [item if isinstance(item, Pass) else parse_pipeline([item], **shared)[0] for item in pipeline]
+
+
+class _Failed(NamedTuple):
+    error: str
+    log: tuple[str, ...] = ()
+
+
+def _run_step(
+    pass_: Pass, current: ModelGraph, stop_on_error: bool
+) -> tuple[PassResult, ModelGraph | None] | _Failed:
+    """Run one pass on ``current``: its result and the reloaded graph (None: unchanged), or why it failed."""
+    try:
+        if isinstance(pass_, FunctionPass):  # it reads the current model's file, when there is one
+            result = pass_.run(current.model, model_path=current.model_path)
+        else:
+            result = pass_.run(current.model)
+    except Exception as err:  # any pass failure is recorded on its step (KeyboardInterrupt is not caught)
+        if stop_on_error:
+            raise
+        text = str(err).strip()
+        return _Failed(f"{type(err).__name__}: {text.splitlines()[0] if text else ''}"[:500])
+    if not result.modified:
+        _discard(result)
+        return result, None
+    try:
+        return result, load(result.model, input_shapes=None, model_path=result.path)
+    except ExplorerError as err:
+        _discard(result)
+        if stop_on_error:
+            raise
+        return _Failed(f"the pass produced a model that does not load: {err}", result.log)
+
+
+def _same_graph(step_diff: GraphDiff) -> bool:
+    weights_moved = step_diff.weight_bytes_changed or step_diff.param_delta
+    return step_diff.is_empty and not step_diff.op_deltas and not weights_moved
 
 
 def _discard(result: PassResult) -> None:
     """Remove the folder of a pass output that no snapshot keeps."""
     if result.path is not None:
         shutil.rmtree(result.path.parent, ignore_errors=True)
-
-
-def _unchanged(
-    step: int,
-    pass_: Pass,
-    graph: ModelGraph,
-    last: Snapshot,
-    log: tuple[str, ...],
-    drift: float | None,
-    error: str,
-) -> Snapshot:
-    """The snapshot of a step that failed: the previous graph, and why."""
-    return Snapshot(
-        step,
-        pass_.name,
-        pass_.family,
-        pass_.description,
-        graph,
-        False,
-        0.0,
-        last.nodes,
-        last.params,
-        log,
-        drift,
-        error,
-    )
