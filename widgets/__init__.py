@@ -18,5 +18,6 @@ warm_up()  # first: the worker starts on the other core while the rest of the wi
 
 from .graph_view import GraphView  # noqa: E402
 from .stepper import PassStepper  # noqa: E402
+from .timeline_stepper import TimelineStepper  # noqa: E402
 
-__all__ = ["GraphView", "PassStepper", "warm_up"]
+__all__ = ["GraphView", "PassStepper", "TimelineStepper", "warm_up"]

@@ -84,11 +84,35 @@ def test_a_step_looks_the_same_whichever_steps_were_visited_before() -> None:
     pipeline = "fuse_bn_into_conv,eliminate_identity"
     clear_cache()
     direct = PassStepper("zoo:resnet18", pipeline, verify=False)  # opens at step 2, the first change
-    jumped = layout_digest(direct._layout(2))
+    jumped = layout_digest(direct.stepping._layout(2))
     clear_cache()
     walked = PassStepper("zoo:resnet18", pipeline, verify=False)
-    walked._layouts.clear()
+    walked.stepping._layouts.clear()
     for step in (0, 1, 2):
         walked.show(step)
-    assert layout_digest(walked._layout(2)) == jumped
-    assert sorted(direct._layouts) == [0, 1, 2]  # step 2 was laid out after steps 0 and 1
+    assert layout_digest(walked.stepping._layout(2)) == jumped
+    assert sorted(direct.stepping._layouts) == [0, 1, 2]  # step 2 was laid out after steps 0 and 1
+
+
+def test_the_stepping_is_a_timeline_stepper_any_producer_can_feed() -> None:
+    from explorer.timeline import Snapshot, Timeline, run_pipeline
+    from widgets import TimelineStepper
+
+    fused = run_pipeline("zoo:resnet18", "fuse_bn_into_conv", verify=False)
+
+    class Lowering:  # not an ONNX pass
+        name, family, description = "FuseOps", "relax", "Groups operators into fused functions."
+
+    handmade = Timeline(
+        (
+            Snapshot.original(fused[0].graph),
+            Snapshot.after(1, Lowering(), fused[1].graph, changed=True, elapsed=0.01),
+        ),
+        "handmade",
+    )
+    stepper = TimelineStepper(handmade)
+    assert stepper.step == 1 and "FuseOps" in stepper.step_title.value
+    assert stepper.diff.op_deltas == {"BatchNormalization": -20}
+    assert "<td>FuseOps</td>" in stepper.table.value
+    picker = PassStepper("zoo:resnet18", "fuse_bn_into_conv", verify=False)
+    assert isinstance(picker.stepping, TimelineStepper) and picker.stepping.timeline is picker.timeline

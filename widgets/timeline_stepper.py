@@ -1,0 +1,327 @@
+"""TimelineStepper: step through any Timeline, before and after side by side, with the diff of each step.
+
+The left graph is the model before the step (removed nodes red, changed amber,
+nodes fused away purple); the right one is the model after it (added green,
+changed amber, the fused result purple); the table lists every step with its
+op-count deltas and output drift, steps that changed nothing in grey. It knows
+nothing of where the timeline came from: ONNX passes (:class:`widgets.PassStepper`
+puts a pass picker above it), and later TVM lowering or IREE. The work is done by
+:mod:`explorer.diff` and :func:`explorer.figures.graph_figure`; this class wires
+state and events.
+
+Examples
+--------
+>>> from explorer.timeline import run_pipeline
+>>> stepper = TimelineStepper(run_pipeline("zoo:resnet18", "fuse_bn_into_conv", verify=False))
+>>> stepper.step, stepper.diff.op_deltas
+(1, {'BatchNormalization': -20})
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from typing import Any
+
+import ipywidgets as w
+import plotly.graph_objects as go
+
+from explorer.diff import GraphDiff
+from explorer.figures import DIFF_COLORS, NODES, diff_overlay, fusion_notes, graph_figure
+from explorer.graph import ModelGraph
+from explorer.layout import Layout, auto_collapse, layered
+from explorer.op_deltas import format_op_deltas
+from explorer.timeline import Timeline
+
+from .figure_sync import follow_zoom, sync_figure
+
+__all__ = ["TimelineStepper"]
+
+
+def _fmt_drift(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return "inf" if math.isinf(value) else f"{value:.1e}"
+
+
+class TimelineStepper(w.VBox):
+    """Step through a Timeline, one snapshot at a time.
+
+    Parameters
+    ----------
+    timeline : Timeline, optional
+        What to step through (or later, :meth:`set_timeline`); it opens at its first
+        step that changed something.
+    graph : ModelGraph, optional
+        What to draw until there is a timeline (by default the timeline's first graph).
+    height : int
+        Height of each graph in pixels.
+
+    Attributes
+    ----------
+    timeline : Timeline or None
+        The timeline shown.
+    step : int
+        The snapshot shown on the right (0 = the model as loaded).
+    diff : GraphDiff or None
+        The diff shown (snapshot ``step - 1`` to ``step``).
+    before, after : plotly.graph_objects.FigureWidget
+        The two graphs.
+
+    Examples
+    --------
+    >>> from explorer.timeline import run_pipeline
+    >>> t = run_pipeline("zoo:mlp", "eliminate_identity,eliminate_deadend", verify=False)
+    >>> TimelineStepper(t).visible_steps()
+    [0, 1, 2]
+    """
+
+    def __init__(
+        self, timeline: Timeline | None = None, *, graph: ModelGraph | None = None, height: int = 560
+    ) -> None:
+        if graph is None and timeline is None:
+            raise ValueError("TimelineStepper needs a timeline or a graph to draw")
+        self.graph = graph if graph is not None else timeline[0].graph  # type: ignore[index]
+        self.timeline: Timeline | None = None
+        self.step = 0
+        self.diff: GraphDiff | None = None
+        self._layouts: dict[int, Layout] = {}
+        self._height = height
+
+        self.slider = w.IntSlider(value=0, min=0, max=0, description="step", continuous_update=False)
+        self.slider.add_class("oge-step-slider")
+        self.prev_button = w.Button(description="previous", layout=w.Layout(width="90px"))
+        self.next_button = w.Button(description="next", layout=w.Layout(width="90px"))
+        self.prev_button.add_class("oge-prev")
+        self.next_button.add_class("oge-next")
+        self.hide_unchanged = w.Checkbox(value=False, description="skip steps that changed nothing")
+        self.step_title = w.HTML()
+        self.step_title.add_class("oge-step-title")
+        self.table = w.HTML()
+        self.table.add_class("oge-steps")
+        self.fusions = w.HTML()
+        self.fusions.add_class("oge-fusions")
+        self.before = go.FigureWidget(graph_figure(self.graph, height=height))
+        self.after = go.FigureWidget(graph_figure(self.graph, height=height))
+        follow_zoom(self.before)
+        follow_zoom(self.after)
+
+        self.slider.observe(self._slider_moved, names="value")
+        self.prev_button.on_click(lambda _: self.move(-1))
+        self.next_button.on_click(lambda _: self.move(+1))
+        self.hide_unchanged.observe(lambda _: self._update_table(), names="value")
+
+        legend = " ".join(
+            f'<span style="color:{color}">&#9679; {status}</span>' for status, color in DIFF_COLORS.items()
+        )
+        stepping = w.HBox([self.prev_button, self.slider, self.next_button, self.hide_unchanged])
+        graphs = w.HBox(
+            [
+                w.VBox([w.HTML("<b>before</b>"), self.before], layout=w.Layout(width="50%")),
+                w.VBox([w.HTML("<b>after</b>"), self.after], layout=w.Layout(width="50%")),
+            ]
+        )
+        super().__init__([stepping, self.step_title, w.HTML(legend), graphs, self.fusions, self.table])
+        self.add_class("oge-timeline-stepper")
+        if timeline is not None:
+            self.set_timeline(timeline)
+
+    def set_timeline(self, timeline: Timeline) -> None:
+        """Show ``timeline``, at its first step that changed something.
+
+        Examples
+        --------
+        >>> from explorer.timeline import run_pipeline
+        >>> stepper = TimelineStepper(graph=run_pipeline("zoo:mlp", [], verify=False)[0].graph)
+        >>> stepper.set_timeline(run_pipeline("zoo:mlp", "eliminate_identity", verify=False))
+        >>> stepper.step
+        1
+        """
+        self.timeline = timeline
+        self._layouts = {}
+        self.slider.max = len(timeline) - 1
+        self._update_table()
+        target = next(
+            (i for i in range(1, len(timeline)) if timeline[i].changed),
+            1 if len(timeline) > 1 else 0,
+        )
+        self.show(target)
+
+    def visible_steps(self) -> list[int]:
+        """Snapshot indices the slider and buttons visit (skipping unchanged steps when asked).
+
+        Examples
+        --------
+        >>> from explorer.timeline import run_pipeline
+        >>> TimelineStepper(run_pipeline("zoo:mlp", "eliminate_identity", verify=False)).visible_steps()
+        [0, 1]
+        """
+        if self.timeline is None:
+            return [0]
+        return self.timeline.steps(hide_unchanged=self.hide_unchanged.value)
+
+    def move(self, delta: int) -> None:
+        """Go to the next (``+1``) or previous (``-1``) visible step.
+
+        Examples
+        --------
+        >>> from explorer.timeline import run_pipeline
+        >>> t = run_pipeline("zoo:mlp", "eliminate_identity,eliminate_deadend", verify=False)
+        >>> stepper = TimelineStepper(t)
+        >>> stepper.show(1); stepper.move(+1); stepper.step
+        2
+        """
+        steps = self.visible_steps()
+        if self.step in steps:
+            position = steps.index(self.step) + delta
+        else:
+            position = next((i for i, s in enumerate(steps) if s > self.step), len(steps)) - (delta < 0)
+        self.show(steps[max(0, min(len(steps) - 1, position))])
+
+    def _slider_moved(self, change: dict[str, Any]) -> None:
+        if change["new"] != self.step:
+            self.show(change["new"])
+
+    def _layout(self, index: int) -> Layout:
+        """Snapshot ``index``'s layout, laid out after the one before it (so every earlier one first):
+        a step looks the same whichever steps were visited before."""
+        first = index
+        while first > 0 and first - 1 not in self._layouts:
+            first -= 1
+        for step in range(first, index + 1):
+            if step not in self._layouts:
+                graph = self.timeline[step].graph if self.timeline else self.graph
+                self._layouts[step] = layered(
+                    graph,
+                    collapse=auto_collapse(graph),
+                    previous=self._layouts.get(step - 1),
+                    node_size="auto",
+                )
+        return self._layouts[index]
+
+    def show(self, index: int) -> None:
+        """Show snapshot ``index`` on the right, the one before it on the left, and their diff.
+
+        Examples
+        --------
+        >>> from explorer.timeline import run_pipeline
+        >>> stepper = TimelineStepper(run_pipeline("zoo:resnet18", "fuse_bn_into_conv", verify=False))
+        >>> stepper.show(0); stepper.diff is None
+        True
+        """
+        if self.timeline is None:
+            return
+        index = max(0, min(len(self.timeline) - 1, index))
+        self.step = index
+        if self.slider.value != index:
+            self.slider.value = index
+        snap = self.timeline[index]
+        if index == 0:
+            self.diff = None
+            before_graph, after_graph = snap.graph, snap.graph
+            overlay_before = overlay_after = notes_before = notes_after = None
+            before_layout = after_layout = self._layout(0)
+        else:
+            self.diff = self.timeline.diff(index)
+            before_graph, after_graph = self.timeline[index - 1].graph, snap.graph
+            overlay_before, overlay_after = (
+                diff_overlay(self.diff, "before"),
+                diff_overlay(self.diff, "after"),
+            )
+            notes_before, notes_after = fusion_notes(self.diff, "before"), fusion_notes(self.diff, "after")
+            before_layout, after_layout = self._layout(index - 1), self._layout(index)
+        self._draw(self.before, before_graph, before_layout, overlay_before, notes_before)
+        self._draw(self.after, after_graph, after_layout, overlay_after, notes_after)
+        self._update_title(index)
+        self._update_fusions()
+        self._update_table()
+
+    def _draw(
+        self, target: go.FigureWidget, graph: ModelGraph, layout: Layout, overlay: Any, notes: Any = None
+    ) -> None:
+        fig = graph_figure(graph, layout, overlay, height=self._height, notes=notes)
+        sync_figure(target, fig, view=True)
+
+    def _update_title(self, index: int) -> None:
+        snap = self.timeline[index]
+        if index == 0:
+            self.step_title.value = f"<b>step 0: the model as loaded</b> ({snap.nodes} nodes)"
+            return
+        counts = self.diff.counts() if self.diff else {}
+        deltas = format_op_deltas(self.diff.op_deltas if self.diff else {}, empty="none")
+        status = "changed" if snap.changed else "changed nothing"
+        error = f" <span style='color:#d62728'>failed: {html.escape(snap.error)}</span>" if snap.error else ""
+        self.step_title.value = (
+            f"<b>step {index}: {html.escape(snap.name)}</b> "
+            f"({status}, {snap.elapsed * 1000:.0f} ms){error}<br>"
+            f"nodes {self.timeline[index - 1].nodes} &rarr; {snap.nodes}; added {counts.get('added', 0)}, "
+            f"removed {counts.get('removed', 0)}, modified {counts.get('modified', 0)}, "
+            f"fusions {counts.get('fusions', 0)}; op deltas: {html.escape(deltas)}; "
+            f"max |output diff| vs original: {_fmt_drift(snap.max_abs_diff)}"
+            + (
+                f"<pre style='font-size:85%;margin:2px 0'>{html.escape(chr(10).join(snap.log))}</pre>"
+                if snap.log
+                else ""
+            )
+        )
+
+    def _update_fusions(self) -> None:
+        if not self.diff or not self.diff.fusions:
+            self.fusions.value = ""
+            return
+        items = "".join(
+            f"<li><code>{html.escape(f.pattern)}</code> ({f.kind}): "
+            f"{html.escape(', '.join(f.sources))} &rarr; <code>{html.escape(f.into)}</code></li>"
+            for f in self.diff.fusions[:40]
+        )
+        more = f"<li>... {len(self.diff.fusions) - 40} more</li>" if len(self.diff.fusions) > 40 else ""
+        self.fusions.value = f"<b>fusions</b><ul>{items}{more}</ul>"
+
+    def _update_table(self) -> None:
+        if self.timeline is None:
+            return
+        hidden = set(range(len(self.timeline))) - set(self.visible_steps())
+        rows = []
+        for i in range(1, len(self.timeline)):
+            if i in hidden:
+                continue
+            row = self.timeline.step_row(i)
+            style = "color:#aaa;" if not row["changed"] else ""
+            style += "background:#fff3cd;" if i == self.step else ""
+            style += "color:#d62728;" if row["error"] else ""
+            deltas = format_op_deltas(row["op_deltas"], empty="-")
+            rows.append(
+                f"<tr style='{style}' data-step='{i}'><td>{i}</td><td>{html.escape(row['pass'])}</td>"
+                f"<td>{'yes' if row['changed'] else 'no'}</td><td>{row['elapsed_ms']:.0f}</td>"
+                f"<td>{row['nodes_before']} &rarr; {row['nodes_after']}</td><td>{row['added']}</td>"
+                f"<td>{row['removed']}</td><td>{row['modified']}</td>"
+                f"<td>{_fmt_drift(self.timeline[i].max_abs_diff)}</td><td>{html.escape(deltas)}</td></tr>"
+            )
+        self.table.value = (
+            "<table style='font-size:12px;border-collapse:collapse'>"
+            "<tr><th>#</th><th>pass</th><th>changed</th>"
+            "<th>ms</th><th>nodes</th><th>+</th><th>-</th><th>~</th><th>max|diff|</th><th>op deltas</th></tr>"
+            + "".join(rows)
+            + "</table>"
+        )
+
+    def highlighted(self, side: str = "after") -> dict[str, str]:
+        """Item -> colour of the nodes currently highlighted (not grey/kept) on one side.
+
+        Examples
+        --------
+        >>> from explorer.timeline import run_pipeline
+        >>> stepper = TimelineStepper(run_pipeline("zoo:resnet18", "fuse_bn_into_conv", verify=False))
+        >>> sorted(stepper.highlighted("before").values()) == sorted(
+        ...     [DIFF_COLORS["fused"]] * 20 + [DIFF_COLORS["changed"]] * 20)
+        True
+        """
+        figure = self.after if side == "after" else self.before
+        nodes = figure.data[NODES]
+        neutral = {DIFF_COLORS["kept"], "#e5e5e5"}
+        colors = nodes.marker.color
+        return {
+            item: color
+            for item, color in zip(nodes.customdata, colors, strict=True)
+            if isinstance(color, str) and color in DIFF_COLORS.values() and color not in neutral
+        }
