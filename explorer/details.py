@@ -116,6 +116,8 @@ def find_tensor(graph: ModelGraph, name: str) -> TensorProto | None:
     >>> find_tensor(load("zoo:mlp"), "fc1.weight").dims
     [256, 784]
     """
+    if graph.proto is None:  # not an ONNX graph: no TensorProtos
+        return None
     cache = _INITIALIZERS(graph)
     if name in cache:
         return cache[name]

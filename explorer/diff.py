@@ -593,7 +593,7 @@ def _param_count(graph: ModelGraph) -> int:
 
 
 def _node_list_ops(graph: ModelGraph) -> Counter[str]:
-    return Counter(n.op_type for n in graph.proto.node)  # proto is model.graph for a top-level graph
+    return graph.op_counts  # the IR's own node list (ONNX: Constant nodes included)
 
 
 def diff(before: ModelGraph, after: ModelGraph) -> GraphDiff:

@@ -138,10 +138,14 @@ class _Scope:
 
 
 class ModelGraph:
-    """An ONNX graph as a networkx ``MultiDiGraph`` with everything the views need.
+    """A graph of any IR as a networkx ``MultiDiGraph`` with everything the views need.
 
-    Build one with :func:`explorer.load` (or :func:`build_graph` for an
-    already-checked model); do not construct it directly.
+    For ONNX, build one with :func:`explorer.load` (or :func:`build_graph` for an
+    already-checked model): the ONNX adapter fills the graph and keeps the protos
+    beside it (``proto``, ``model``) for passes and runtimes. Another IR's adapter
+    (Relax, later MLIR) constructs it directly, with nodes and edges made by
+    :func:`explorer.graph_schema.node_data` / ``edge_data`` and no proto: layout,
+    figures, diff and widgets read only the graph model.
 
     Attributes
     ----------
@@ -156,10 +160,15 @@ class ModelGraph:
         Edge data (key = tensor name): ``tensor``, ``shape``, ``dtype``,
         ``bytes``, ``slots`` (input positions at the consumer), ``implicit``
         (read by a subgraph of the consumer).
+    ir : str
+        The IR the graph is in (``"onnx"``, ``"relax"``, ...).
+    op_counts : collections.Counter
+        Op type -> count over the IR's own node list (for ONNX the graph's node list,
+        ``Constant`` nodes included though they are folded into weights).
     model : onnx.ModelProto or None
-        The model (top-level graphs only). Never mutated; copy it before changing it.
-    proto : onnx.GraphProto
-        The graph this ModelGraph was built from.
+        The ONNX model (top-level ONNX graphs only). Never mutated; copy it before changing it.
+    proto : onnx.GraphProto or None
+        The ONNX graph this ModelGraph was built from (None for other IRs).
     subgraphs : dict
         ``node id -> {attribute name: ModelGraph}``; ``GRAPHS`` attributes use
         ``"name[i]"`` keys.
@@ -189,16 +198,30 @@ class ModelGraph:
         self,
         graph: nx.MultiDiGraph,
         *,
-        proto: GraphProto,
+        proto: GraphProto | None = None,
         model: ModelProto | None = None,
         weights: dict[str, TensorInfo] | None = None,
         source: str = "<model>",
         notes: list[str] | None = None,
         depth: int = 0,
+        ir: str = "onnx",
+        name: str | None = None,
+        op_counts: Mapping[str, int] | None = None,
     ) -> None:
         self.nx = graph
         self.proto = proto
         self.model = model
+        self.ir = ir
+        if name is None:
+            name = proto.name if proto is not None else str(graph.name or "")
+        self._name = name
+        if op_counts is not None:
+            counts = Counter(op_counts)
+        elif proto is not None:
+            counts = Counter(n.op_type for n in proto.node)
+        else:
+            counts = Counter(d["op_type"] for _, d in graph.nodes(data=True) if d["kind"] == "op")
+        self.op_counts: Counter[str] = counts
         self.weights: dict[str, TensorInfo] = weights or {}
         self.subgraphs: dict[str, dict[str, ModelGraph]] = {}
         self.source = source
@@ -211,8 +234,8 @@ class ModelGraph:
 
     @property
     def name(self) -> str:
-        """The ONNX graph's name."""
-        return self.proto.name
+        """The graph's name."""
+        return self._name
 
     def op_nodes(self) -> list[str]:
         """Ids of the operator nodes, in ONNX node-list order.
@@ -248,11 +271,15 @@ class ModelGraph:
                     stack.append((sub_path, sub))
 
     def summary(self) -> ModelSummary:
-        """Return (and cache) the :class:`~explorer.summary.ModelSummary` of the model."""
-        if self._summary is None:
-            from .summary import summarize
+        """Return (and cache) the :class:`~explorer.summary.ModelSummary` of the model.
 
-            self._summary = summarize(self)
+        ONNX models get the full summary (:func:`~explorer.summary.summarize`); a graph of
+        another IR one from the graph model alone (:func:`~explorer.summary.summarize_graph`).
+        """
+        if self._summary is None:
+            from .summary import summarize, summarize_graph
+
+            self._summary = summarize(self) if self.ir == "onnx" else summarize_graph(self)
         return self._summary
 
     def with_constant_nodes(self) -> ModelGraph:
@@ -300,6 +327,9 @@ class ModelGraph:
             source=self.source,
             notes=list(self.notes),
             depth=self.depth,
+            ir=self.ir,
+            name=self.name,
+            op_counts=self.op_counts,
         )
         twin.subgraphs = self.subgraphs
         twin.model_path, twin.weights_dir = self.model_path, self.weights_dir

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
     from .graph import ModelGraph
 
-__all__ = ["TensorSpec", "ModelSummary", "summarize", "STANDARD_DOMAINS"]
+__all__ = ["TensorSpec", "ModelSummary", "summarize", "summarize_graph", "STANDARD_DOMAINS"]
 
 STANDARD_DOMAINS = frozenset({"", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training"})
 """Domains whose operators the ``onnx`` package defines."""
@@ -338,6 +338,75 @@ def summarize(graph: ModelGraph) -> ModelSummary:
         custom_domains=custom,
         functions=len(model.functions),
         external_tensors=external,
+        shapes_known=round(known / len(shapes), 4) if shapes else 1.0,
+        notes=tuple(graph.notes),
+    )
+
+
+def summarize_graph(graph: ModelGraph) -> ModelSummary:
+    """The summary of a graph of any IR, from the graph model alone (no protos).
+
+    What only an ONNX model has (producer, IR version, opsets, functions, external
+    files, ops that no runtime knows) is empty; the rest is read from the nodes,
+    edges and weights: ``ops`` is :attr:`~explorer.graph.ModelGraph.op_counts`, inputs
+    and outputs are the tensor nodes, ``params`` the elements of every weight.
+
+    Examples
+    --------
+    >>> from explorer import load
+    >>> onnx_view = load("zoo:mlp")
+    >>> generic = summarize_graph(onnx_view)
+    >>> generic.ops == onnx_view.summary().ops, generic.params == onnx_view.summary().params
+    (True, True)
+    """
+    nodes = graph.nx.nodes
+
+    def specs(kind: str) -> tuple[TensorSpec, ...]:  # in the order the adapter added them
+        found = [d for _, d in nodes(data=True) if d["kind"] == kind]
+        return tuple(TensorSpec(d["name"], d.get("dtype"), d.get("shape")) for d in found)
+
+    inputs, outputs = specs("input"), specs("output")
+    dynamic: list[str] = []
+    for spec in (*inputs, *outputs):
+        for dim in spec.shape or ():
+            if isinstance(dim, str) and dim not in dynamic:
+                dynamic.append(dim)
+            elif dim is None and "?" not in dynamic:
+                dynamic.append("?")
+    sub_ops: Counter[str] = Counter()
+    max_depth = subgraphs = 0
+    for path, sub in graph.iter_subgraphs():
+        subgraphs += 1
+        max_depth = max(max_depth, len(path) // 2)
+        sub_ops.update(sub.op_counts)
+    shapes = [shape for *_, shape in graph.nx.edges(data="shape")]
+    known = sum(1 for s in shapes if s is not None and all(d is not None for d in s))
+    by_name = {w.name: w for _, d in nodes(data=True) for w in d["weights"]}
+    by_name.update(graph.weights)  # weights no node reads count too
+    weights = by_name.values()
+    return ModelSummary(
+        source=graph.source,
+        graph_name=graph.name,
+        producer="",
+        ir_version=0,
+        opsets={},
+        nodes=sum(graph.op_counts.values()),
+        ops=dict(graph.op_counts),
+        ops_in_subgraphs=dict(sub_ops),
+        inputs=inputs,
+        outputs=outputs,
+        params=sum(w.numel for w in weights),
+        param_bytes=sum(w.nbytes or 0 for w in weights),
+        initializers=len(by_name),
+        constant_nodes=0,
+        dynamic_dims=tuple(dynamic),
+        subgraphs=subgraphs,
+        max_depth=max_depth,
+        unknown_ops=(),
+        runtime_ops=(),
+        custom_domains=(),
+        functions=0,
+        external_tensors=0,
         shapes_known=round(known / len(shapes), 4) if shapes else 1.0,
         notes=tuple(graph.notes),
     )
