@@ -23,7 +23,14 @@ import onnx
 
 from ..tensors import shape_from_type
 
-__all__ = ["symbolic_dim_default", "input_shape", "random_array", "random_inputs", "random_feeds"]
+__all__ = [
+    "symbolic_dim_default",
+    "input_shape",
+    "concrete_input_shapes",
+    "random_array",
+    "random_inputs",
+    "random_feeds",
+]
 
 _BATCH_NAMES = ("batch", "n", "b", "unk__", "n_batch", "batch_size", "p2o.dynamicdimension")
 
@@ -60,6 +67,27 @@ def input_shape(dims: Sequence[Any] | None, given: Sequence[int] | None = None) 
         d if isinstance(d, int) and d > 0 else symbolic_dim_default(d if isinstance(d, str) else None)
         for d in (dims or ())
     )
+
+
+def concrete_input_shapes(
+    model: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]] | None = None
+) -> dict[str, list[int]]:
+    """Every graph input's concrete shape (initializers excluded), by :func:`input_shape`'s rule.
+
+    Examples
+    --------
+    >>> from explorer import zoo
+    >>> model = zoo.build("mlp")
+    >>> concrete_input_shapes(model), concrete_input_shapes(model, {"input": [4, 1, 28, 28]})
+    ({'input': [1, 1, 28, 28]}, {'input': [4, 1, 28, 28]})
+    """
+    initializers = {t.name for t in model.graph.initializer}
+    given = input_shapes or {}
+    return {
+        value.name: list(input_shape(shape_from_type(value.type)[0], given.get(value.name)))
+        for value in model.graph.input
+        if value.name not in initializers
+    }
 
 
 def random_array(shape: Sequence[int], dtype: Any, rng: np.random.Generator) -> np.ndarray:
