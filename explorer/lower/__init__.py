@@ -1,4 +1,4 @@
-"""Compilers below the ONNX graph: TVM Relax import (its lowering pipeline and build come next).
+"""Compilers below the ONNX graph: TVM Relax import and its lowering, pass by pass (the build comes next).
 
 Examples
 --------
@@ -11,5 +11,16 @@ True
 from __future__ import annotations
 
 from .relax_import import FIX, ImportFailure, RelaxImport, relax_graph, relax_import
+from .relax_pipeline import ZERO_PIPELINE, RelaxImportFailed, lowering_counts, relax_pipeline
 
-__all__ = ["FIX", "ImportFailure", "RelaxImport", "relax_graph", "relax_import"]
+__all__ = [
+    "FIX",
+    "ImportFailure",
+    "RelaxImport",
+    "RelaxImportFailed",
+    "ZERO_PIPELINE",
+    "lowering_counts",
+    "relax_graph",
+    "relax_import",
+    "relax_pipeline",
+]

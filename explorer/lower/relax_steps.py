@@ -26,15 +26,20 @@ from ..graph_schema import edge_data, node_data
 from ..node_ids import INPUT_PREFIX, OUTPUT_PREFIX
 from ..tensors import TensorInfo
 
-__all__ = ["import_relax", "relax_graph_data", "IMPORTER"]
+__all__ = ["import_relax", "lower_relax", "relax_graph_data", "module_counts", "IMPORTER", "ZERO_PIPELINE"]
 
 IMPORTER = "TVM's Relax ONNX importer (tvm.relax.frontend.onnx.from_onnx)"
 """Who converts ONNX to Relax, as named in failure reasons."""
 
 _HANDLED_OUTSIDE_THE_MAP = {"If", "Constant"}
 
+ZERO_PIPELINE = ("LegalizeOps", "AnnotateTIROpPattern", "FoldConstant", "FuseOps", "FuseTIR")
+"""The module-level passes of TVM's ``zero`` pipeline (``relax.get_pipeline("zero")``), in order."""
 
-def import_relax(path: str, input_shapes: Mapping[str, Sequence[int]] | None = None) -> dict[str, Any]:
+
+def import_relax(
+    path: str, input_shapes: Mapping[str, Sequence[int]] | None = None, *, keep_module: bool = False
+) -> dict[str, Any]:
     """Import the ONNX model at ``path`` into Relax (``keep_params_in_input=False``).
 
     Returns
@@ -100,13 +105,88 @@ def import_relax(path: str, input_shapes: Mapping[str, Sequence[int]] | None = N
     finally:
         importer._convert_operator = original
     elapsed = time.perf_counter() - started
-    return {
+    out = {
         "ok": True,
         "graph": relax_graph_data(mod),
+        "counts": module_counts(mod),
         "text": mod.script(show_meta=False),
         "elapsed": elapsed,
         "tvm": tvm.__version__,
     }
+    if keep_module:  # for lower_relax, in this process only (a module does not cross the pipe)
+        out["module"] = mod
+    return out
+
+
+def lower_relax(
+    path: str, input_shapes: Mapping[str, Sequence[int]] | None, passes: Sequence[str]
+) -> dict[str, Any]:
+    """Import ``path`` and run the module-level Relax ``passes`` one by one, capturing the module after each.
+
+    Every step runs under a ``PassContext`` whose instrument counts the passes it ran inside
+    (FoldConstant compiles small TIR modules, with dozens of TIR passes each): those are
+    reported as the step's nested passes, not as steps of their own.
+
+    Returns
+    -------
+    dict
+        The import's outcome (:func:`import_relax`, without its graph on failure) plus
+        ``"initial"`` (graph data and counts of the imported module) and ``"steps"``: one
+        ``{"name", "changed", "elapsed", "nested", "graph", "counts"}`` per pass.
+    """
+    import tvm
+    import tvm_ffi
+    from tvm import relax
+
+    imported = import_relax(path, input_shapes, keep_module=True)
+    if not imported["ok"]:
+        return imported
+    mod = imported.pop("module")
+    steps = []
+    for name in passes:
+        factory = getattr(relax.transform, name, None)
+        if factory is None:
+            raise ValueError(f"relax.transform has no pass {name!r} in TVM {tvm.__version__}")
+        counter = _PassNames()
+        started = time.perf_counter()
+        with tvm.transform.PassContext(opt_level=3, instruments=[counter.instrument()]):
+            after = factory()(mod)
+        elapsed = time.perf_counter() - started
+        changed = not tvm_ffi.structural_equal(mod, after)
+        mod = after
+        inner = [n for n in counter.names if n != name]
+        steps.append(
+            {
+                "name": name,
+                "changed": changed,
+                "elapsed": elapsed,
+                "nested": len(inner),
+                "nested_kinds": sorted({n.split(".")[0] for n in inner}),
+                "graph": relax_graph_data(mod) if changed else None,
+                "counts": module_counts(mod),
+            }
+        )
+    imported["steps"] = steps
+    return imported
+
+
+class _PassNames:
+    """Every pass a step runs, nested ones included, by name (a TVM pass instrument)."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def instrument(self) -> Any:
+        import tvm
+
+        names = self.names
+
+        @tvm.instrument.pass_instrument
+        class _Record:
+            def run_after_pass(self, _mod: Any, info: Any) -> None:
+                names.append(info.name)
+
+        return _Record()
 
 
 def _qualified(node: Any) -> str:
@@ -175,95 +255,176 @@ def relax_graph_data(mod: Any, function: str = "main") -> dict[str, Any]:
 
     Constants a binding reads become its weights (TensorInfo); shapes and dtypes come from
     the variables' types; the function's parameters and its result are the input and output
-    nodes. Runs wherever TVM is imported (the worker).
+    nodes. A ``call_tir`` node is named by the PrimFunc it calls (``conv2d``,
+    ``fused_conv2d_add_relu``); a call of a fused Relax function (what FuseOps makes) is drawn
+    as its member bindings, each with the fused function as its ``scope``, so the group
+    collapses into one box and expands into what FuseOps merged. Runs where TVM is (the worker).
     """
-    from tvm import relax
-
     func = mod[function]
-    nodes: list[tuple[str, dict[str, Any]]] = []
-    edges: list[tuple[str, str, str, dict[str, Any]]] = []
-    producer: dict[str, str] = {}
-    types: dict[str, tuple[Any, str | None]] = {}
+    builder = _GraphBuilder(mod)
+    env: dict[str, str] = {}
     for param in func.params:
         shape, dtype = _dims(param.ty), _dtype(param.ty)
         node_id = INPUT_PREFIX + param.name
-        nodes.append(
-            (node_id, node_data("input", "Input", param.name, outputs=[param.name], shape=shape, dtype=dtype))
-        )
-        producer[param.name] = node_id
-        types[param.name] = (shape, dtype)
-
-    def tensor_edge(name: str, target: str, slot: int) -> None:
-        shape, dtype = types.get(name, (None, None))
-        nbytes = _nbytes(shape, dtype)
-        edges.append((producer[name], target, name, edge_data(name, shape, dtype, nbytes, slots=(slot,))))
-
-    index = 0
-    for block in func.body.blocks:
-        for binding in block.bindings:
-            var, value = binding.var, binding.value
-            shape, dtype = _dims(var.ty), _dtype(var.ty)
-            op = _op_name(value)
-            args = list(getattr(value, "args", ()))
-            if isinstance(value, relax.TupleGetItem):
-                args = [value.tuple_value]
-            weights = []
-            attributes = _attributes(value)
-            if isinstance(value, relax.TupleGetItem):
-                attributes["index"] = int(value.index)
-            reads: list[tuple[str, int]] = []
-            for slot, arg in enumerate(args):
-                name = getattr(arg, "name", None)
-                if isinstance(name, str) and name in producer:
-                    reads.append((name, slot))
-                elif hasattr(arg, "value") and hasattr(arg, "ty") and _dims(arg.ty) is not None:
-                    wshape, wdtype = _dims(arg.ty), _dtype(arg.ty)
-                    numel = 1
-                    for d in wshape or ():
-                        numel *= d if isinstance(d, int) else 1
-                    weights.append(
-                        TensorInfo(
-                            f"{var.name}.const{slot}",
-                            tuple(wshape or ()),
-                            wdtype or "",
-                            numel,
-                            _nbytes(wshape, wdtype) or 0,
-                            source="constant",
-                        )
-                    )
-                else:
-                    attributes[f"arg{slot}"] = " ".join(str(arg).split())[:80]
-            nodes.append(
-                (
-                    var.name,
-                    node_data(
-                        "op",
-                        op.removeprefix("relax."),
-                        var.name,
-                        op=op,
-                        index=index,
-                        attributes=attributes,
-                        inputs=[n for n, _ in reads],
-                        outputs=[var.name],
-                        weights=weights,
-                    ),
-                )
-            )
-            for name, slot in reads:
-                tensor_edge(name, var.name, slot)
-            producer[var.name] = var.name
-            types[var.name] = (shape, dtype)
-            index += 1
+        data = node_data("input", "Input", param.name, outputs=[param.name], shape=shape, dtype=dtype)
+        builder.add_node(node_id, data, param.name, shape, dtype)
+        env[param.name] = param.name
+    builder.bindings(func, env, ())
     result = func.body.body
     out_name = getattr(result, "name", "output")
+    tensor = env.get(out_name, out_name)
+    shape, dtype = builder.types.get(tensor, (None, None))
     out_id = OUTPUT_PREFIX + out_name
-    shape, dtype = types.get(out_name, (None, None))
-    nodes.append(
+    builder.nodes.append(
         (out_id, node_data("output", "Output", out_name, inputs=[out_name], shape=shape, dtype=dtype))
     )
-    if out_name in producer:
-        tensor_edge(out_name, out_id, 0)
-    return {"name": function, "nodes": nodes, "edges": edges}
+    if tensor in builder.producer:
+        builder.edge(tensor, out_id, 0)
+    return {"name": function, "nodes": builder.nodes, "edges": builder.edges}
+
+
+def module_counts(mod: Any) -> dict[str, int]:
+    """``bindings`` of ``main``, ``prim_funcs`` and ``fused`` functions (fused Relax functions and
+    fused PrimFuncs) of a module: what a lowering step changed, in numbers.
+
+    Examples
+    --------
+    >>> module_counts.__name__
+    'module_counts'
+    """
+    from tvm import relax
+
+    funcs = list(mod.functions.items())
+    prim = [gv for gv, f in funcs if not isinstance(f, relax.Function)]
+    fused = [
+        gv
+        for gv, f in funcs
+        if (isinstance(f, relax.Function) and f.attrs is not None and "Primitive" in f.attrs)
+        or (not isinstance(f, relax.Function) and gv.name_hint.startswith("fused_"))
+    ]
+    main = mod["main"]
+    bindings = sum(len(block.bindings) for block in main.body.blocks)
+    return {"bindings": bindings, "prim_funcs": len(prim), "fused": len(fused)}
+
+
+class _GraphBuilder:
+    """Collects node and edge records while walking bindings (fused functions inline)."""
+
+    def __init__(self, mod: Any) -> None:
+        self.mod = mod
+        self.nodes: list[tuple[str, dict[str, Any]]] = []
+        self.edges: list[tuple[str, str, str, dict[str, Any]]] = []
+        self.producer: dict[str, str] = {}
+        self.types: dict[str, tuple[Any, str | None]] = {}
+        self.index = 0
+        self._constants: dict[str, Any] = {}  # a fused function's parameters bound to constants
+
+    def add_node(
+        self, node_id: str, data: dict[str, Any], tensor: str, shape: Any, dtype: str | None
+    ) -> None:
+        self.nodes.append((node_id, data))
+        self.producer[tensor] = node_id
+        self.types[tensor] = (shape, dtype)
+
+    def edge(self, tensor: str, target: str, slot: int) -> None:
+        shape, dtype = self.types.get(tensor, (None, None))
+        nbytes = _nbytes(shape, dtype)
+        self.edges.append(
+            (self.producer[tensor], target, tensor, edge_data(tensor, shape, dtype, nbytes, slots=(slot,)))
+        )
+
+    def bindings(self, func: Any, env: dict[str, str], scope: tuple[str, ...]) -> None:
+        """Walk ``func``'s bindings; ``env`` maps its variable names to tensor names of the graph."""
+        from tvm import relax
+
+        prefix = f"{scope[-1]}/" if scope else ""
+        for block in func.body.blocks:
+            for binding in block.bindings:
+                var, value = binding.var, binding.value
+                callee = getattr(value, "op", None)
+                target = None
+                if isinstance(callee, relax.GlobalVar) and callee in self.mod.functions:
+                    target = self.mod[callee]
+                if isinstance(target, relax.Function) and not scope:  # a fused function: its members
+                    inner_env = {}
+                    consts: dict[str, Any] = {}
+                    for param, arg in zip(target.params, value.args, strict=False):
+                        name = getattr(arg, "name", None)
+                        if isinstance(name, str) and name in env:
+                            inner_env[param.name] = env[name]
+                        else:
+                            consts[param.name] = arg
+                    self._constants = consts
+                    self.bindings(target, inner_env, (callee.name_hint,))
+                    self._constants = {}
+                    out = getattr(target.body.body, "name", None)
+                    env[var.name] = inner_env.get(out, out) if out else var.name
+                    continue
+                node_id = prefix + var.name
+                tensor = node_id
+                self._op_node(node_id, var, value, env, scope)
+                env[var.name] = tensor
+
+    def _op_node(
+        self, node_id: str, var: Any, value: Any, env: dict[str, str], scope: tuple[str, ...]
+    ) -> None:
+        from tvm import relax
+
+        shape, dtype = _dims(var.ty), _dtype(var.ty)
+        op = _op_name(value)
+        op_type = op.removeprefix("relax.")
+        args = list(getattr(value, "args", ()))
+        attributes = _attributes(value)
+        if isinstance(value, relax.TupleGetItem):
+            args = [value.tuple_value]
+            attributes["index"] = int(value.index)
+        if op == "relax.call_tir" and args and isinstance(args[0], relax.GlobalVar):
+            op_type = args[0].name_hint  # the PrimFunc: conv2d, fused_conv2d_add_relu, ...
+            attributes["prim_func"] = op_type
+            fields = getattr(args[1], "fields", None) if len(args) > 1 else None
+            args = list(fields) if fields is not None else args[1:]
+        weights = []
+        reads: list[tuple[str, int]] = []
+        for slot, arg in enumerate(args):
+            name = getattr(arg, "name", None)
+            if isinstance(name, str) and name in self._constants:
+                arg = self._constants[name]
+                name = None
+            if isinstance(name, str) and name in env and env[name] in self.producer:
+                reads.append((env[name], slot))
+            elif hasattr(arg, "value") and hasattr(arg, "ty") and _dims(arg.ty) is not None:
+                wshape, wdtype = _dims(arg.ty), _dtype(arg.ty)
+                numel = 1
+                for d in wshape or ():
+                    numel *= d if isinstance(d, int) else 1
+                weights.append(
+                    TensorInfo(
+                        f"{node_id}.const{slot}",
+                        tuple(wshape or ()),
+                        wdtype or "",
+                        numel,
+                        _nbytes(wshape, wdtype) or 0,
+                        source="constant",
+                    )
+                )
+            else:
+                attributes[f"arg{slot}"] = " ".join(str(arg).split())[:80]
+        data = node_data(
+            "op",
+            op_type,
+            var.name,
+            op=op,
+            index=self.index,
+            attributes=attributes,
+            inputs=[n for n, _ in reads],
+            outputs=[node_id],
+            scope=scope,
+            weights=weights,
+        )
+        self.add_node(node_id, data, node_id, shape, dtype)
+        for tensor, slot in reads:
+            self.edge(tensor, node_id, slot)
+        self.index += 1
 
 
 def _nbytes(shape: Any, dtype: str | None) -> int | None:

@@ -1,0 +1,71 @@
+"""Lowering through TVM Relax pass by pass (real TVM, in the worker): snapshots, fused groups, counts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from explorer import load
+from explorer.layout import layered
+from explorer.lower import ZERO_PIPELINE, RelaxImportFailed, lowering_counts, relax_pipeline
+
+
+def _conv_add_relu() -> object:
+    """A model whose fusion is known: Conv + Add + Relu become one PrimFunc."""
+    rng = np.random.default_rng(0)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 16, 16])
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], name="/conv/Conv", pads=[1, 1, 1, 1]),
+        helper.make_node("Add", ["c", "b"], ["a"], name="/add/Add"),
+        helper.make_node("Relu", ["a"], ["y"], name="/relu/Relu"),
+    ]
+    inits = [
+        numpy_helper.from_array(rng.standard_normal((8, 3, 3, 3)).astype(np.float32), "w"),
+        numpy_helper.from_array(rng.standard_normal((1, 8, 1, 1)).astype(np.float32), "b"),
+    ]
+    graph = helper.make_graph(nodes, "conv_add_relu", [x], [y], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_a_snapshot_per_module_level_pass_and_the_known_fusion() -> None:
+    timeline = relax_pipeline(load(_conv_add_relu()))
+    assert [s.name for s in timeline.snapshots] == ["relax import", *ZERO_PIPELINE]
+    by_name = {s.name: s for s in timeline.snapshots}
+    assert by_name["LegalizeOps"].changed and not by_name["FoldConstant"].changed
+    legal = by_name["LegalizeOps"].graph
+    assert sorted(legal.op_counts) == ["add", "conv2d", "relu"]  # one call_tir per operator
+    fused = by_name["FuseOps"].graph
+    members = {n: d for n, d in fused.nx.nodes(data=True) if d["kind"] == "op"}
+    assert {d["scope"] for d in members.values()} == {("fused_conv2d_add_relu",)}
+    assert sorted(d["op_type"] for d in members.values()) == ["add", "conv2d", "relu"]
+    boxed = layered(fused, collapse=1)
+    assert "scope:fused_conv2d_add_relu" in boxed.positions  # the group collapses into one box
+    final = by_name["FuseTIR"].graph
+    assert final.op_counts == {"fused_conv2d_add_relu": 1}  # one kernel
+    assert lowering_counts(legal) == {"kernels": 3, "intermediates": 2}
+    assert lowering_counts(final) == {"kernels": 1, "intermediates": 0}
+    assert "PrimFuncs 3 -> 1" in by_name["FuseTIR"].log[0]
+    assert timeline.diff(5).op_deltas == {"add": -1, "conv2d": -1, "fused_conv2d_add_relu": 1, "relu": -1}
+
+
+def test_every_step_of_resnet18_lowers_and_counts_shrink() -> None:
+    timeline = relax_pipeline(load("zoo:resnet18"), {"input": [1, 3, 224, 224]})
+    before = lowering_counts(timeline[1].graph)  # after LegalizeOps: one kernel per operator
+    after = lowering_counts(timeline[-1].graph)
+    assert after["kernels"] < before["kernels"] and after["intermediates"] < before["intermediates"]
+    assert all(s.error is None for s in timeline.snapshots)
+    assert timeline.to_dict()["steps"][3]["pass"] == "FuseOps"
+
+
+def test_an_import_failure_stops_the_pipeline_with_the_failing_nodes() -> None:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    model = helper.make_model(
+        helper.make_graph([helper.make_node("Celu", ["x"], ["y"], name="/celu")], "g", [x], [y]),
+        opset_imports=[helper.make_opsetid("", 17)],
+    )
+    with pytest.raises(RelaxImportFailed, match=r"/celu \[Celu\]") as caught:
+        relax_pipeline(load(model))
+    assert caught.value.result.failures[0].node == "/celu"
