@@ -25,12 +25,21 @@ from .errors import ExplorerError
 from .load import load
 from .op_deltas import format_op_deltas
 
-__all__ = ["main", "build_parser", "parse_input_shape", "EXIT_BAD_INPUT", "EXIT_INTERNAL"]
+__all__ = [
+    "main",
+    "build_parser",
+    "parse_input_shape",
+    "EXIT_BAD_INPUT",
+    "EXIT_INTERNAL",
+    "EXIT_NOT_IMPORTED",
+]
 
 EXIT_BAD_INPUT = 2
 """Exit code for bad input (missing file, broken model, bad arguments)."""
 EXIT_INTERNAL = 1
 """Exit code for an unexpected internal error (a bug: please report it)."""
+EXIT_NOT_IMPORTED = 3
+"""Exit code of ``lower`` when the model does not import into TVM Relax (the failing ops are printed)."""
 
 
 def parse_input_shape(text: str) -> tuple[str, list[int]]:
@@ -123,6 +132,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.add_argument("--expanded", action="store_true", help="draw every node (no collapsed name scopes)")
     report.set_defaults(handler=_report)
+
+    lower = commands.add_parser(
+        "lower",
+        help="lower a model through TVM Relax pass by pass: bindings, PrimFuncs and fused functions per step",
+        description="Import into TVM Relax and run its passes one at a time (by default the zero pipeline: "
+        "LegalizeOps, AnnotateTIROpPattern, FoldConstant, FuseOps, FuseTIR). Per step: changed?, time, "
+        "Relax bindings, PrimFuncs, fused functions. A model that does not import: the failing ops with "
+        f"reasons, exit code {EXIT_NOT_IMPORTED}.",
+    )
+    lower.add_argument("model", metavar="MODEL", help="an .onnx file, or zoo:NAME")
+    lower.add_argument(
+        "--input-shape", action="append", type=parse_input_shape, default=[], metavar="NAME=D1,D2,..."
+    )
+    lower.add_argument(
+        "--simplify", action="store_true", help="run onnxsim with the fixed input shapes before the import"
+    )
+    lower.add_argument("--passes", help="comma-separated relax.transform passes (default: the zero pipeline)")
+    lower.add_argument("--json", action="store_true", help="print one JSON object")
+    lower.set_defaults(handler=_lower)
 
     difference = commands.add_parser(
         "diff", help="diff two model files: added, removed, modified nodes and fusions"
@@ -233,6 +261,68 @@ def _timeline_text(timeline: Any) -> str:
             lines.append(f"    error: {row['error']}")
         lines += [f"    | {line}" for line in row["log"]]
     return "\n".join(lines)
+
+
+def _lower(args: argparse.Namespace) -> int:
+    from .lower import ZERO_PIPELINE, RelaxImportFailed, relax_pipeline
+    from .runtimes.inputs import concrete_input_shapes
+    from .timeline import run_pipeline
+
+    graph = load(args.model)
+    shapes = dict(args.input_shape) or None
+    if args.simplify:
+        shapes = concrete_input_shapes(graph.model, shapes)
+        simplified = run_pipeline(graph, "onnxsim", input_shapes=shapes, verify=False)
+        if simplified[1].error:
+            raise ExplorerError(f"{args.model}: onnxsim failed before the import: {simplified[1].error}")
+        graph = simplified[1].graph
+    passes = [p.strip() for p in args.passes.split(",") if p.strip()] if args.passes else list(ZERO_PIPELINE)
+    try:
+        timeline = relax_pipeline(graph, shapes, passes)
+    except RelaxImportFailed as err:
+        result = err.result
+        if args.json:
+            print(json.dumps({"source": args.model, **result.to_dict()}))
+        else:
+            print(f"{args.model} does not import into TVM Relax:", file=sys.stderr)
+            for failure in result.failures:
+                print(f"  {failure.node or '?'} [{failure.op_type}]: {failure.reason}", file=sys.stderr)
+            if result.fix:
+                print(
+                    f"fix: {result.fix} (onnx-explorer lower MODEL --simplify --input-shape ...)",
+                    file=sys.stderr,
+                )
+        return EXIT_NOT_IMPORTED
+    rows = [
+        {
+            "pass": snap.name,
+            "changed": snap.changed,
+            "elapsed_ms": round(snap.elapsed * 1000, 3),
+            **{
+                key: snap.metrics.get(key)
+                for key in ("bindings", "prim_funcs", "fused", "kernels", "intermediates")
+            },
+            "log": list(snap.log),
+        }
+        for snap in timeline.snapshots
+    ]
+    if args.json:
+        print(json.dumps({"source": args.model, "import": rows[0], "steps": rows[1:]}))
+        return 0
+    print(
+        f"model: {args.model} (Relax import {rows[0]['elapsed_ms']:.1f} ms, {rows[0]['bindings']} bindings)"
+    )
+    print(
+        f"{'#':>2}  {'pass':<22} {'changed':<7} {'ms':>9} {'bindings':>8} {'prim_funcs':>10} {'fused':>5}"
+        f" {'kernels':>7} {'intermediates':>13}"
+    )
+    for index, row in enumerate(rows[1:], start=1):
+        print(
+            f"{index:>2}  {row['pass']:<22} {'yes' if row['changed'] else 'no':<7} {row['elapsed_ms']:>9.1f} "
+            f"{row['bindings']:>8} {row['prim_funcs']:>10} {row['fused']:>5} {row['kernels']:>7} "
+            f"{row['intermediates']:>13}"
+        )
+    return 0
 
 
 def _report(args: argparse.Namespace) -> int:

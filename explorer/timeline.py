@@ -74,6 +74,9 @@ class Snapshot:
         shape or the model no longer runs.
     error : str or None
         Why the pass failed (the graph is then the previous one).
+    metrics : dict
+        Numbers the producer measured after the step (a lowering reports bindings,
+        PrimFuncs, fused functions, kernels, intermediate tensors); empty by default.
     """
 
     index: int
@@ -88,6 +91,7 @@ class Snapshot:
     log: tuple[str, ...] = ()
     max_abs_diff: float | None = None
     error: str | None = None
+    metrics: Mapping[str, int] = field(default_factory=dict)
 
     @classmethod
     def original(
@@ -127,6 +131,7 @@ class Snapshot:
         elapsed: float,
         log: tuple[str, ...] = (),
         max_abs_diff: float | None = None,
+        metrics: Mapping[str, int] | None = None,
     ) -> Snapshot:
         """The graph after step ``index``, done by ``step`` (with ``name``, ``family``, ``description``).
 
@@ -151,6 +156,7 @@ class Snapshot:
             params=summary.params,
             log=log,
             max_abs_diff=max_abs_diff,
+            metrics=dict(metrics or {}),
         )
 
     @classmethod
@@ -200,6 +206,7 @@ class Snapshot:
             "log": list(self.log),
             "max_abs_diff": _json_float(self.max_abs_diff),
             "error": self.error,
+            "metrics": dict(self.metrics),
         }
 
 
@@ -287,6 +294,7 @@ class Timeline:
             "max_abs_diff": _json_float(snap.max_abs_diff),
             "error": snap.error,
             "log": list(snap.log),
+            "metrics": dict(snap.metrics),
         }
 
     def to_dict(self) -> dict[str, Any]:

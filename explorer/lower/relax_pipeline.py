@@ -151,6 +151,7 @@ def relax_pipeline(
             nodes=first.nodes,
             params=first.params,
             log=first.log,
+            metrics=counts,
         )
     ]
     for index, step in enumerate(out["steps"], start=1):
@@ -170,6 +171,7 @@ def relax_pipeline(
                 changed=step["changed"],
                 elapsed=step["elapsed"],
                 log=tuple(log),
+                metrics=new_counts,
             )
         )
     return Timeline(tuple(snapshots), source)

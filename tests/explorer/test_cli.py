@@ -158,3 +158,33 @@ def test_diff_two_files(tmp_path: Path) -> None:
     assert data["removed"] == 20 and data["modified"] == 20 and data["added"] == 0
     assert data["op_deltas"] == {"BatchNormalization": -20}
     assert len(data["fusions"]) == 20 and data["fusions"][0]["pattern"] == "Conv + BatchNormalization -> Conv"
+
+
+def test_lower_json_contract_per_step(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["lower", "zoo:resnet18", "--input-shape", "input=1,3,224,224", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    steps = data["steps"]
+    assert [s["pass"] for s in steps] == [
+        "LegalizeOps",
+        "AnnotateTIROpPattern",
+        "FoldConstant",
+        "FuseOps",
+        "FuseTIR",
+    ]
+    for step in steps:
+        assert {"pass", "changed", "elapsed_ms", "bindings", "prim_funcs", "fused"} <= set(step)
+    assert steps[3]["fused"] > 0 and steps[4]["prim_funcs"] < steps[0]["prim_funcs"]
+    assert data["import"]["bindings"] == 131
+
+
+def test_lower_names_the_failing_ops_exits_3_and_simplify_fixes_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["lower", "zoo:transformer"]) == 3
+    err = capsys.readouterr().err
+    assert "/encoder/layers.0/self_attn/Gather [Gather]" in err and "--simplify" in err
+    assert main(["lower", "zoo:transformer", "--simplify", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["steps"][-1]["pass"] == "FuseTIR"
+    assert main(["lower", "zoo:custom_domain", "--json"]) == 3
+    failed = json.loads(capsys.readouterr().out)
+    assert {f["op_type"] for f in failed["failures"]} == {"FusedMatMul", "Swish"} and failed["fix"] is None
