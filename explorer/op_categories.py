@@ -18,7 +18,7 @@ Examples
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
@@ -83,6 +83,9 @@ class OpCategories:
         Op type -> the attributes its box shows, in order.
     attribute_labels : dict
         Attribute name -> the shorter name a box shows (``kernel_shape`` -> ``kernel``).
+    other_ir_ops : dict
+        IR (``"relax"``) -> its op name (``nn.conv2d`` read as ``conv2d``) -> the ONNX op whose
+        category it takes.
     """
 
     categories: dict[str, Category]
@@ -91,6 +94,7 @@ class OpCategories:
     standard_domains: frozenset[str]
     key_attributes: dict[str, tuple[str, ...]]
     attribute_labels: dict[str, str]
+    other_ir_ops: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """The tables as JSON-ready dicts.
@@ -107,6 +111,7 @@ class OpCategories:
             "standard_domains": sorted(self.standard_domains),
             "key_attributes": {k: list(v) for k, v in self.key_attributes.items()},
             "attribute_labels": dict(self.attribute_labels),
+            "other_ir_ops": {ir: dict(ops) for ir, ops in self.other_ir_ops.items()},
         }
 
 
@@ -134,6 +139,9 @@ def load_categories() -> OpCategories:
         standard_domains=frozenset(raw["standard_domains"]),
         key_attributes={op: tuple(attrs) for op, attrs in raw["key_attributes"].items()},
         attribute_labels=dict(raw["attribute_labels"]),
+        other_ir_ops={
+            ir: dict(ops) for ir, ops in raw.get("other_ir_ops", {}).items() if not ir.startswith("_")
+        },
     )
 
 
@@ -157,11 +165,36 @@ def category_of(data: dict[str, Any]) -> str:
     'custom'
     >>> category_of({"kind": "input"}), category_of({"kind": "group"})
     ('io', 'group')
+    >>> category_of({"kind": "op", "op": "relax.call_tir", "op_type": "fused_conv2d_add_relu", "domain": ""})
+    'conv'
     """
     kind = data.get("kind", "op")
     if kind != "op":
         return _TABLES.kinds.get(kind, "other")
-    found = _TABLES.ops.get(data.get("op_type", ""))
+    op_type = data.get("op_type", "")
+    found = _TABLES.ops.get(op_type)
     if found is not None:
         return found
+    ir = str(data.get("op") or "").split(".", 1)[0]
+    aliases = _TABLES.other_ir_ops.get(ir)
+    if aliases:
+        onnx_op = _alias(op_type, aliases)
+        if onnx_op is not None and onnx_op in _TABLES.ops:
+            return _TABLES.ops[onnx_op]
     return "other" if (data.get("domain") or "") in _TABLES.standard_domains else "custom"
+
+
+def _alias(op_type: str, aliases: dict[str, str]) -> str | None:
+    """The ONNX op another IR's op stands for: ``nn.conv2d`` and ``conv2d`` -> ``Conv``; a fused
+    PrimFunc (``fused_conv2d_add_relu``) -> its first op that has one."""
+    name = op_type.rsplit(".", 1)[-1]
+    if name in aliases:
+        return aliases[name]
+    if name.startswith("fused_"):
+        parts = name[len("fused_") :].split("_")
+        for start in range(len(parts)):
+            for stop in range(len(parts), start, -1):
+                found = aliases.get("_".join(parts[start:stop]))
+                if found is not None:
+                    return found
+    return None

@@ -48,6 +48,10 @@ def test_a_snapshot_per_module_level_pass_and_the_known_fusion() -> None:
     assert lowering_counts(final) == {"kernels": 1, "intermediates": 0}
     assert "PrimFuncs 3 -> 1" in by_name["FuseTIR"].log[0]
     assert timeline.diff(5).op_deltas == {"add": -1, "conv2d": -1, "fused_conv2d_add_relu": 1, "relu": -1}
+    from explorer.op_categories import category_of
+
+    assert category_of(final.nx.nodes[next(iter(final.op_nodes()))]) == "conv"  # drawn as a convolution
+    assert {category_of(d) for _, d in members.items()} == {"conv", "math", "activation"}
 
 
 def test_every_step_of_resnet18_lowers_and_counts_shrink() -> None:
