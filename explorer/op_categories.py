@@ -167,6 +167,8 @@ def category_of(data: dict[str, Any]) -> str:
     ('io', 'group')
     >>> category_of({"kind": "op", "op": "relax.call_tir", "op_type": "fused_conv2d_add_relu", "domain": ""})
     'conv'
+    >>> category_of({"kind": "op", "op": "relax.call_tir", "op_type": "batch_norm3", "domain": ""})
+    'normalization'
     """
     kind = data.get("kind", "op")
     if kind != "op":
@@ -188,13 +190,17 @@ def _alias(op_type: str, aliases: dict[str, str]) -> str | None:
     """The ONNX op another IR's op stands for: ``nn.conv2d`` and ``conv2d`` -> ``Conv``; a fused
     PrimFunc (``fused_conv2d_add_relu``) -> its first op that has one."""
     name = op_type.rsplit(".", 1)[-1]
-    if name in aliases:
-        return aliases[name]
     if name.startswith("fused_"):
         parts = name[len("fused_") :].split("_")
         for start in range(len(parts)):
             for stop in range(len(parts), start, -1):
-                found = aliases.get("_".join(parts[start:stop]))
+                found = _lookup("_".join(parts[start:stop]), aliases)
                 if found is not None:
                     return found
-    return None
+        return None
+    return _lookup(name, aliases)
+
+
+def _lookup(name: str, aliases: dict[str, str]) -> str | None:
+    """``conv2d`` and the PrimFuncs LegalizeOps numbers after it (``conv2d1``, ``conv2d12``)."""
+    return aliases.get(name) or aliases.get(name.rstrip("0123456789"))

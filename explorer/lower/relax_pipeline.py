@@ -61,9 +61,14 @@ class _Step:
     description: str = ""
 
 
+#: Bindings that only take tuples apart or put them together: no kernel runs for them.
+_NOT_KERNELS = frozenset({"relax.TupleGetItem", "relax.Tuple"})
+
+
 def lowering_counts(graph: ModelGraph) -> dict[str, int]:
-    """Kernels (operator nodes outside fused groups, plus one per fused group) and intermediate
-    tensors (edges between operators) of a Relax graph: what fusion is for, counted.
+    """Kernels (operator nodes outside fused groups, plus one per fused group; tuple bindings
+    are none) and intermediate tensors (edges between operators) of a Relax graph: what fusion
+    is for, counted.
 
     Examples
     --------
@@ -73,7 +78,7 @@ def lowering_counts(graph: ModelGraph) -> dict[str, int]:
     12
     """
     nodes = graph.nx.nodes
-    ops = [n for n, d in nodes(data=True) if d["kind"] == "op"]
+    ops = [n for n, d in nodes(data=True) if d["kind"] == "op" and d["op"] not in _NOT_KERNELS]
     groups = {nodes[n]["scope"][0] for n in ops if nodes[n]["scope"]}
     kernels = sum(1 for n in ops if not nodes[n]["scope"]) + len(groups)
     intermediates = sum(

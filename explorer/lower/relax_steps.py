@@ -243,6 +243,12 @@ def _scalar(value: Any) -> Any:
     return inner if isinstance(inner, (int, float)) else str(value)
 
 
+def _is_var(expr: Any) -> bool:
+    from tvm import relax
+
+    return isinstance(expr, relax.Var)
+
+
 def _op_name(value: Any) -> str:
     op = getattr(value, "op", None)
     if op is not None:
@@ -262,17 +268,17 @@ def relax_graph_data(mod: Any, function: str = "main") -> dict[str, Any]:
     """
     func = mod[function]
     builder = _GraphBuilder(mod)
-    env: dict[str, str] = {}
+    env: dict[Any, str] = {}  # Relax variable (by identity: names repeat) -> the graph's tensor name
     for param in func.params:
         shape, dtype = _dims(param.ty), _dtype(param.ty)
-        node_id = INPUT_PREFIX + param.name
-        data = node_data("input", "Input", param.name, outputs=[param.name], shape=shape, dtype=dtype)
-        builder.add_node(node_id, data, param.name, shape, dtype)
-        env[param.name] = param.name
+        name = builder.unique(param.name)
+        data = node_data("input", "Input", param.name, outputs=[name], shape=shape, dtype=dtype)
+        builder.add_node(INPUT_PREFIX + name, data, name, shape, dtype)
+        env[param] = name
     builder.bindings(func, env, ())
     result = func.body.body
     out_name = getattr(result, "name", "output")
-    tensor = env.get(out_name, out_name)
+    tensor = env.get(result, out_name)
     shape, dtype = builder.types.get(tensor, (None, None))
     out_id = OUTPUT_PREFIX + out_name
     builder.nodes.append(
@@ -317,7 +323,17 @@ class _GraphBuilder:
         self.producer: dict[str, str] = {}
         self.types: dict[str, tuple[Any, str | None]] = {}
         self.index = 0
-        self._constants: dict[str, Any] = {}  # a fused function's parameters bound to constants
+        self._constants: dict[Any, Any] = {}  # a fused function's parameters bound to constants
+        self._names: set[str] = set()
+
+    def unique(self, name: str) -> str:
+        """``name``, or ``name#2``, ``name#3``... if taken (Relax variables share name hints)."""
+        candidate, n = name, 1
+        while candidate in self._names:
+            n += 1
+            candidate = f"{name}#{n}"
+        self._names.add(candidate)
+        return candidate
 
     def add_node(
         self, node_id: str, data: dict[str, Any], tensor: str, shape: Any, dtype: str | None
@@ -333,8 +349,8 @@ class _GraphBuilder:
             (self.producer[tensor], target, tensor, edge_data(tensor, shape, dtype, nbytes, slots=(slot,)))
         )
 
-    def bindings(self, func: Any, env: dict[str, str], scope: tuple[str, ...]) -> None:
-        """Walk ``func``'s bindings; ``env`` maps its variable names to tensor names of the graph."""
+    def bindings(self, func: Any, env: dict[Any, str], scope: tuple[str, ...]) -> None:
+        """Walk ``func``'s bindings; ``env`` maps its variables to tensor names of the graph."""
         from tvm import relax
 
         prefix = f"{scope[-1]}/" if scope else ""
@@ -346,27 +362,26 @@ class _GraphBuilder:
                 if isinstance(callee, relax.GlobalVar) and callee in self.mod.functions:
                     target = self.mod[callee]
                 if isinstance(target, relax.Function) and not scope:  # a fused function: its members
-                    inner_env = {}
-                    consts: dict[str, Any] = {}
+                    inner_env: dict[Any, str] = {}
+                    consts: dict[Any, Any] = {}
                     for param, arg in zip(target.params, value.args, strict=False):
-                        name = getattr(arg, "name", None)
-                        if isinstance(name, str) and name in env:
-                            inner_env[param.name] = env[name]
+                        if _is_var(arg) and arg in env:
+                            inner_env[param] = env[arg]
                         else:
-                            consts[param.name] = arg
+                            consts[param] = arg
                     self._constants = consts
                     self.bindings(target, inner_env, (callee.name_hint,))
                     self._constants = {}
-                    out = getattr(target.body.body, "name", None)
-                    env[var.name] = inner_env.get(out, out) if out else var.name
+                    result = target.body.body
+                    if result in inner_env:
+                        env[var] = inner_env[result]
                     continue
-                node_id = prefix + var.name
-                tensor = node_id
+                node_id = self.unique(prefix + var.name)
                 self._op_node(node_id, var, value, env, scope)
-                env[var.name] = tensor
+                env[var] = node_id
 
     def _op_node(
-        self, node_id: str, var: Any, value: Any, env: dict[str, str], scope: tuple[str, ...]
+        self, node_id: str, var: Any, value: Any, env: dict[Any, str], scope: tuple[str, ...]
     ) -> None:
         from tvm import relax
 
@@ -386,12 +401,10 @@ class _GraphBuilder:
         weights = []
         reads: list[tuple[str, int]] = []
         for slot, arg in enumerate(args):
-            name = getattr(arg, "name", None)
-            if isinstance(name, str) and name in self._constants:
-                arg = self._constants[name]
-                name = None
-            if isinstance(name, str) and name in env and env[name] in self.producer:
-                reads.append((env[name], slot))
+            if _is_var(arg) and arg in self._constants:
+                arg = self._constants[arg]
+            if _is_var(arg) and arg in env and env[arg] in self.producer:
+                reads.append((env[arg], slot))
             elif hasattr(arg, "value") and hasattr(arg, "ty") and _dims(arg.ty) is not None:
                 wshape, wdtype = _dims(arg.ty), _dtype(arg.ty)
                 numel = 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import networkx as nx
 import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
@@ -60,6 +61,9 @@ def test_every_step_of_resnet18_lowers_and_counts_shrink() -> None:
     after = lowering_counts(timeline[-1].graph)
     assert after["kernels"] < before["kernels"] and after["intermediates"] < before["intermediates"]
     assert all(s.error is None for s in timeline.snapshots)
+    # Relax variables share name hints (many are called lv): every one still gets its own node
+    assert all(nx.is_directed_acyclic_graph(s.graph.nx) for s in timeline.snapshots)
+    assert timeline[-1].metrics["kernels"] < timeline[1].metrics["kernels"]
     assert timeline.to_dict()["steps"][3]["pass"] == "FuseOps"
 
 
