@@ -119,7 +119,10 @@ def auto_collapse(
 ) -> int | None:
     """Choose a collapse depth that keeps the view to at most ``max_items`` items.
 
-    Returns ``None`` when the graph already has at most ``max_items`` nodes;
+    A graph lowered below ONNX (``graph.ir`` not ``"onnx"``) whose scopes are fused
+    functions opens with them collapsed (depth 1) whatever its size: each box is one kernel,
+    and opening it shows what the fusion merged. Otherwise:
+    returns ``None`` when the graph already has at most ``max_items`` nodes;
     otherwise the deepest (most detailed) depth whose view fits, or 1 (the
     most collapsed view) when none does. When the depth that fits shows fewer
     than ``min_items`` items (a 50k-node transformer at depth 1 is four boxes:
@@ -151,6 +154,8 @@ def auto_collapse(
     3
     """
     g = graph.nx
+    if graph.ir != "onnx" and any(scope for _, scope in g.nodes(data="scope", default=())):
+        return 1
     if g.number_of_nodes() <= max_items:
         return None
     by_scope = Counter(scope for _, scope in g.nodes(data="scope", default=()))
