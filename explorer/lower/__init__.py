@@ -1,4 +1,4 @@
-"""Compilers below the ONNX graph: TVM Relax import and its lowering, pass by pass (the build comes next).
+"""Compilers below the ONNX graph: TVM Relax import and its lowering, pass by pass and its build.
 
 Examples
 --------
@@ -10,16 +10,19 @@ True
 
 from __future__ import annotations
 
+from .relax_build import RelaxBuild, relax_build
 from .relax_import import FIX, ImportFailure, RelaxImport, relax_graph, relax_import
 from .relax_pipeline import ZERO_PIPELINE, RelaxImportFailed, lowering_counts, relax_pipeline
 
 __all__ = [
     "FIX",
     "ImportFailure",
+    "RelaxBuild",
     "RelaxImport",
     "RelaxImportFailed",
     "ZERO_PIPELINE",
     "lowering_counts",
+    "relax_build",
     "relax_graph",
     "relax_import",
     "relax_pipeline",

@@ -26,7 +26,16 @@ from ..graph_schema import edge_data, node_data
 from ..node_ids import INPUT_PREFIX, OUTPUT_PREFIX
 from ..tensors import TensorInfo
 
-__all__ = ["import_relax", "lower_relax", "relax_graph_data", "module_counts", "IMPORTER", "ZERO_PIPELINE"]
+__all__ = [
+    "build_relax",
+    "run_relax_library",
+    "import_relax",
+    "lower_relax",
+    "relax_graph_data",
+    "module_counts",
+    "IMPORTER",
+    "ZERO_PIPELINE",
+]
 
 IMPORTER = "TVM's Relax ONNX importer (tvm.relax.frontend.onnx.from_onnx)"
 """Who converts ONNX to Relax, as named in failure reasons."""
@@ -187,6 +196,68 @@ class _PassNames:
                 names.append(info.name)
 
         return _Record()
+
+
+def _target(kind: str) -> Any:
+    import tvm
+
+    if kind != "llvm":
+        raise ValueError(f"only the llvm (CPU) target is built here, not {kind!r}")
+    return tvm.target.Target({"kind": "llvm", "mcpu": tvm.target.codegen.llvm_get_system_cpu()})
+
+
+def build_relax(
+    path: str,
+    input_shapes: Mapping[str, Sequence[int]] | None,
+    feeds: Mapping[str, Any],
+    *,
+    out_path: str,
+    target: str = "llvm",
+) -> dict[str, Any]:
+    """Import ``path``, compile it with ``tvm.compile`` (untuned), export the library to
+    ``out_path`` and run it once on ``feeds``.
+
+    Returns
+    -------
+    dict
+        ``{"ok": True, "compile_s", "run_s", "outputs": [arrays], "tvm"}``, or the import's
+        failure (:func:`import_relax`).
+    """
+    imported = import_relax(path, input_shapes, keep_module=True)
+    if not imported["ok"]:
+        return imported
+    import tvm
+    from tvm import relax
+
+    started = time.perf_counter()
+    executable = tvm.compile(imported["module"], target=_target(target))
+    compile_s = time.perf_counter() - started
+    executable.export_library(out_path)
+    machine = relax.VirtualMachine(executable, tvm.cpu())
+    started = time.perf_counter()
+    outputs = _outputs(machine["main"](*[tvm.runtime.tensor(v) for v in feeds.values()]))
+    return {
+        "ok": True,
+        "compile_s": compile_s,
+        "run_s": time.perf_counter() - started,
+        "outputs": outputs,
+        "tvm": tvm.__version__,
+    }
+
+
+def run_relax_library(library: str, feeds: Mapping[str, Any]) -> list[Any]:
+    """Load a library :func:`build_relax` exported and run its ``main`` on ``feeds`` (in order)."""
+    import tvm
+    from tvm import relax
+
+    machine = relax.VirtualMachine(tvm.runtime.load_module(library), tvm.cpu())
+    return _outputs(machine["main"](*[tvm.runtime.tensor(v) for v in feeds.values()]))
+
+
+def _outputs(result: Any) -> list[Any]:
+    if hasattr(result, "numpy"):
+        return [result.numpy()]
+    return [item for value in result for item in _outputs(value)]
 
 
 def _qualified(node: Any) -> str:
