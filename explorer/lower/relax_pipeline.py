@@ -161,7 +161,7 @@ def relax_pipeline(
     ]
     for index, step in enumerate(out["steps"], start=1):
         if step["changed"]:
-            current = relax_graph(step["graph"], source=source)
+            current = relax_graph(_inherit_origins(current, step["graph"]), source=source)
         new_counts = {**step["counts"], **lowering_counts(current)}
         log = [_counts_line(new_counts, counts)]
         if step["nested"]:
@@ -180,6 +180,32 @@ def relax_pipeline(
             )
         )
     return Timeline(tuple(snapshots), source)
+
+
+def _inherit_origins(previous: ModelGraph, data: dict[str, Any]) -> dict[str, Any]:
+    """Give nodes the worker could not trace the origin of what they were made from a step before.
+
+    A fused function's member (``fused_batch_norm_relu/lv2``) was the binding of that name
+    with that op; a fused kernel (FuseTIR's ``fused_batch_norm_relu``) was the group of that
+    name, and comes from all its members' ONNX nodes.
+    """
+    by_name: dict[tuple[str, str], tuple[str, ...]] = {}
+    by_group: dict[str, set[str]] = {}
+    for node, d in previous.nx.nodes(data=True):
+        if d["kind"] != "op" or not d["origin"]:
+            continue
+        by_name.setdefault((node.rsplit("/", 1)[-1], d["op_type"]), d["origin"])
+        if d["scope"]:
+            by_group.setdefault(d["scope"][0], set()).update(d["origin"])
+    for node, d in data["nodes"]:
+        if d["kind"] != "op" or d["origin"]:
+            continue
+        found = by_name.get((node.rsplit("/", 1)[-1], d["op_type"]))
+        if found is None and d["op_type"] in by_group:
+            found = tuple(sorted(by_group[d["op_type"]]))
+        if found:
+            d["origin"] = found
+    return data
 
 
 _COUNT_NAMES = (

@@ -18,6 +18,7 @@ Examples
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -94,16 +95,25 @@ def import_relax(
 
     shapes = {k: [int(d) for d in v] for k, v in input_shapes.items()} if input_shapes else None
     started = time.perf_counter()
+    importers: list[Any] = []
+    original_from_onnx = importer.from_onnx
+
+    def keep(self: Any, graph: Any, opset: int) -> Any:
+        importers.append(self)  # its tensor table maps ONNX outputs to Relax expressions: origins
+        return original_from_onnx(self, graph, opset)
+
     importer._convert_operator = tracked  # the worker's own copy of TVM: nothing else sees it
+    importer.from_onnx = keep
     try:
         mod = from_onnx(model, shape_dict=shapes, keep_params_in_input=False)
     except Exception as err:  # the node being converted is the one that failed
         text = " ".join(str(err).split())
-        failure = {
-            "node": current.get("node", ""),
-            "op_type": current.get("op_type", ""),
-            "reason": f"{type(err).__name__}: {text[:400]}",
-        }
+        node, op_type = current.get("node", ""), current.get("op_type", "")
+        named = _NODE_IN_MESSAGE.search(text)  # some checks fail before the converter is called
+        if named is not None:
+            node = named.group(1)
+            op_type = next((n.op_type for n in model.graph.node if n.name == node), op_type)
+        failure = {"node": node, "op_type": op_type, "reason": f"{type(err).__name__}: {text[:400]}"}
         return {
             "ok": False,
             "missing": False,
@@ -113,10 +123,12 @@ def import_relax(
         }
     finally:
         importer._convert_operator = original
+        importer.from_onnx = original_from_onnx
     elapsed = time.perf_counter() - started
+    origins = _import_origins(model, importers[0] if importers else None, mod)
     out = {
         "ok": True,
-        "graph": relax_graph_data(mod),
+        "graph": relax_graph_data(mod, origins=origins),
         "counts": module_counts(mod),
         "text": mod.script(show_meta=False),
         "elapsed": elapsed,
@@ -124,6 +136,7 @@ def import_relax(
     }
     if keep_module:  # for lower_relax, in this process only (a module does not cross the pipe)
         out["module"] = mod
+        out["origins"] = origins
     return out
 
 
@@ -151,6 +164,7 @@ def lower_relax(
     if not imported["ok"]:
         return imported
     mod = imported.pop("module")
+    origins = imported.pop("origins")
     steps = []
     for name in passes:
         factory = getattr(relax.transform, name, None)
@@ -171,7 +185,7 @@ def lower_relax(
                 "elapsed": elapsed,
                 "nested": len(inner),
                 "nested_kinds": sorted({n.split(".")[0] for n in inner}),
-                "graph": relax_graph_data(mod) if changed else None,
+                "graph": relax_graph_data(mod, origins=origins) if changed else None,
                 "counts": module_counts(mod),
             }
         )
@@ -260,6 +274,57 @@ def _outputs(result: Any) -> list[Any]:
     return [item for value in result for item in _outputs(value)]
 
 
+_NODE_IN_MESSAGE = re.compile(r"Node (\S+) cannot handle")
+
+
+def _import_origins(model: Any, importer: Any, mod: Any) -> dict[Any, str]:
+    """Relax variable -> the ONNX node it was converted from, where that can be traced.
+
+    The importer's tensor table maps each ONNX output to the Relax expression that holds it:
+    a binding whose variable or value is that expression comes from the node producing the
+    output. Bindings a converter emitted on the way (tuple parts, reshapes of weights) take
+    the origin of the bindings that read them, or else of those they read, when that is one
+    node.
+    """
+    from tvm import relax
+
+    if importer is None:
+        return {}
+    producer = {out: node.name for node in model.graph.node for out in node.output}
+    by_expr: dict[Any, str] = {}
+    for tensor, expr in getattr(importer, "_nodes", {}).items():
+        if tensor in producer:
+            by_expr.setdefault(expr, producer[tensor])
+    bindings = [b for block in mod["main"].body.blocks for b in block.bindings]
+    origins: dict[Any, str] = {}
+    reads: dict[Any, list[Any]] = {}
+    for binding in bindings:
+        found = by_expr.get(binding.var) or by_expr.get(binding.value)
+        if found is not None:
+            origins[binding.var] = found
+        value = binding.value
+        args = (
+            [value.tuple_value] if isinstance(value, relax.TupleGetItem) else list(getattr(value, "args", ()))
+        )
+        reads[binding.var] = [a for a in args if isinstance(a, relax.Var)]
+    readers: dict[Any, list[Any]] = {}
+    for var, used in reads.items():
+        for u in used:
+            readers.setdefault(u, []).append(var)
+    for _ in range(3):  # a few rounds reach helpers of helpers
+        for binding in bindings:
+            var = binding.var
+            if var in origins:
+                continue
+            after = {origins[r] for r in readers.get(var, ()) if r in origins}
+            before = {origins[u] for u in reads.get(var, ()) if u in origins}
+            for candidates in (after, before):
+                if len(candidates) == 1:
+                    origins[var] = next(iter(candidates))
+                    break
+    return origins
+
+
 def _qualified(node: Any) -> str:
     return node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}::{node.op_type}"
 
@@ -327,7 +392,9 @@ def _op_name(value: Any) -> str:
     return f"relax.{type(value).__name__}"
 
 
-def relax_graph_data(mod: Any, function: str = "main") -> dict[str, Any]:
+def relax_graph_data(
+    mod: Any, function: str = "main", *, origins: Mapping[Any, str] | None = None
+) -> dict[str, Any]:
     """A Relax function's bindings as graph-model records: one node per binding, edges by variable use.
 
     Constants a binding reads become its weights (TensorInfo); shapes and dtypes come from
@@ -338,7 +405,7 @@ def relax_graph_data(mod: Any, function: str = "main") -> dict[str, Any]:
     collapses into one box and expands into what FuseOps merged. Runs where TVM is (the worker).
     """
     func = mod[function]
-    builder = _GraphBuilder(mod)
+    builder = _GraphBuilder(mod, origins or {})
     env: dict[Any, str] = {}  # Relax variable (by identity: names repeat) -> the graph's tensor name
     for param in func.params:
         shape, dtype = _dims(param.ty), _dtype(param.ty)
@@ -387,8 +454,9 @@ def module_counts(mod: Any) -> dict[str, int]:
 class _GraphBuilder:
     """Collects node and edge records while walking bindings (fused functions inline)."""
 
-    def __init__(self, mod: Any) -> None:
+    def __init__(self, mod: Any, origins: Mapping[Any, str]) -> None:
         self.mod = mod
+        self.origins = origins
         self.nodes: list[tuple[str, dict[str, Any]]] = []
         self.edges: list[tuple[str, str, str, dict[str, Any]]] = []
         self.producer: dict[str, str] = {}
@@ -504,6 +572,7 @@ class _GraphBuilder:
             outputs=[node_id],
             scope=scope,
             weights=weights,
+            origin=(self.origins[var],) if var in self.origins else (),
         )
         self.add_node(node_id, data, node_id, shape, dtype)
         for tensor, slot in reads:

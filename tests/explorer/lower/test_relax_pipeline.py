@@ -56,7 +56,15 @@ def test_a_snapshot_per_module_level_pass_and_the_known_fusion() -> None:
 
 
 def test_every_step_of_resnet18_lowers_and_counts_shrink() -> None:
-    timeline = relax_pipeline(load("zoo:resnet18"), {"input": [1, 3, 224, 224]})
+    source = load("zoo:resnet18")
+    timeline = relax_pipeline(source, {"input": [1, 3, 224, 224]})
+    # each binding links back to the ONNX nodes it came from (origin), as far as it can be traced
+    imported = [d for _, d in timeline[0].graph.nx.nodes(data=True) if d["kind"] == "op"]
+    assert all(d["origin"] and all(source.nx.has_node(o) for o in d["origin"]) for d in imported)
+    convs = {d["origin"][0] for d in imported if d["op_type"] == "nn.conv2d"}
+    assert {source.nx.nodes[o]["op_type"] for o in convs} == {"Conv"} and len(convs) == 20
+    kernels = [d for _, d in timeline[-1].graph.nx.nodes(data=True) if d["kind"] == "op"]
+    assert sum(1 for d in kernels if d["origin"]) >= 0.9 * len(kernels)
     before = lowering_counts(timeline[1].graph)  # after LegalizeOps: one kernel per operator
     after = lowering_counts(timeline[-1].graph)
     assert after["kernels"] < before["kernels"] and after["intermediates"] < before["intermediates"]
