@@ -60,6 +60,16 @@ def import_relax(
         "reason"}], "error": str, "tvm": version}`` naming each ONNX node the importer could not
         convert (``missing``: operators it has no converter for, all of them; else the one
         node it stopped at).
+
+    Examples
+    --------
+    >>> import os, tempfile, onnx
+    >>> from explorer import worker, zoo
+    >>> path = os.path.join(tempfile.mkdtemp(), "m.onnx")
+    >>> onnx.save(zoo.build("custom_domain"), path)
+    >>> out = worker.run(import_relax, path)
+    >>> out["ok"], out["missing"], sorted({f["op_type"] for f in out["failures"]})
+    (False, True, ['FusedMatMul', 'Swish'])
     """
     import onnx
     import tvm
@@ -155,6 +165,16 @@ def lower_relax(
         The import's outcome (:func:`import_relax`, without its graph on failure) plus
         ``"initial"`` (graph data and counts of the imported module) and ``"steps"``: one
         ``{"name", "changed", "elapsed", "nested", "graph", "counts"}`` per pass.
+
+    Examples
+    --------
+    >>> import os, tempfile, onnx
+    >>> from explorer import worker, zoo
+    >>> path = os.path.join(tempfile.mkdtemp(), "m.onnx")
+    >>> onnx.save(zoo.build("mlp"), path)
+    >>> out = worker.run(lower_relax, path, {"input": [1, 1, 28, 28]}, ["LegalizeOps"])
+    >>> out["steps"][0]["name"], out["steps"][0]["changed"], out["steps"][0]["counts"]["prim_funcs"] > 0
+    ('LegalizeOps', True, True)
     """
     import tvm
     import tvm_ffi
@@ -236,6 +256,18 @@ def build_relax(
     dict
         ``{"ok": True, "compile_s", "run_s", "outputs": [arrays], "tvm"}``, or the import's
         failure (:func:`import_relax`).
+
+    Examples
+    --------
+    >>> import os, tempfile, numpy as np, onnx
+    >>> from explorer import worker, zoo
+    >>> folder = tempfile.mkdtemp()
+    >>> onnx.save(zoo.build("mlp"), os.path.join(folder, "m.onnx"))
+    >>> feeds = {"input": np.zeros((1, 1, 28, 28), np.float32)}
+    >>> lib = os.path.join(folder, "m.so")
+    >>> out = worker.run(build_relax, os.path.join(folder, "m.onnx"), None, feeds, out_path=lib)
+    >>> out["outputs"][0].shape, [o.shape for o in worker.run(run_relax_library, lib, feeds)]
+    ((1, 10), [(1, 10)])
     """
     imported = import_relax(path, input_shapes, keep_module=True)
     if not imported["ok"]:
@@ -260,7 +292,13 @@ def build_relax(
 
 
 def run_relax_library(library: str, feeds: Mapping[str, Any]) -> list[Any]:
-    """Load a library :func:`build_relax` exported and run its ``main`` on ``feeds`` (in order)."""
+    """Load a library :func:`build_relax` exported and run its ``main`` on ``feeds`` (in order).
+
+    Examples
+    --------
+    >>> run_relax_library.__module__  # used with worker.run: see build_relax
+    'explorer.lower.relax_steps'
+    """
     import tvm
     from tvm import relax
 
@@ -403,6 +441,16 @@ def relax_graph_data(
     ``fused_conv2d_add_relu``); a call of a fused Relax function (what FuseOps makes) is drawn
     as its member bindings, each with the fused function as its ``scope``, so the group
     collapses into one box and expands into what FuseOps merged. Runs where TVM is (the worker).
+
+    Examples
+    --------
+    >>> import os, tempfile, onnx
+    >>> from explorer import worker, zoo
+    >>> path = os.path.join(tempfile.mkdtemp(), "m.onnx")
+    >>> onnx.save(zoo.build("mlp"), path)
+    >>> data = worker.run(import_relax, path)["graph"]  # made by relax_graph_data in the worker
+    >>> [node for node, _ in data["nodes"]][:2]
+    ['input:input', 'lv']
     """
     func = mod[function]
     builder = _GraphBuilder(mod, origins or {})
