@@ -557,7 +557,7 @@ class _GraphBuilder:
                         else:
                             consts[param] = arg
                     self._constants = consts
-                    self.bindings(target, inner_env, (callee.name_hint,))
+                    self.bindings(target, inner_env, (self.unique(callee.name_hint),))  # one box per call
                     self._constants = {}
                     result = target.body.body
                     if result in inner_env:
