@@ -101,6 +101,11 @@ class TimelineStepper(w.VBox):
         self.table.add_class("oge-steps")
         self.fusions = w.HTML()
         self.fusions.add_class("oge-fusions")
+        self.tir_menu = w.Dropdown(options=[], description="PrimFunc", layout=w.Layout(width="420px"))
+        self.tir_text = w.HTML()
+        self.tir_text.add_class("oge-tir")
+        self.tir_panel = w.VBox([self.tir_menu, self.tir_text], layout=w.Layout(display="none"))
+        self.tir_menu.observe(lambda _: self._update_tir(), names="value")
         self.before = go.FigureWidget(graph_figure(self.graph, height=height))
         self.after = go.FigureWidget(graph_figure(self.graph, height=height))
         follow_zoom(self.before)
@@ -121,7 +126,9 @@ class TimelineStepper(w.VBox):
                 w.VBox([w.HTML("<b>after</b>"), self.after], layout=w.Layout(width="50%")),
             ]
         )
-        super().__init__([stepping, self.step_title, w.HTML(legend), graphs, self.fusions, self.table])
+        super().__init__(
+            [stepping, self.step_title, w.HTML(legend), graphs, self.fusions, self.tir_panel, self.table]
+        )
         self.add_class("oge-timeline-stepper")
         if timeline is not None:
             self.set_timeline(timeline)
@@ -234,6 +241,7 @@ class TimelineStepper(w.VBox):
         self._draw(self.after, after_graph, after_layout, overlay_after, notes_after)
         self._update_title(index)
         self._update_fusions()
+        self._update_tir_menu()
         self._update_table()
 
     def _draw(
@@ -263,6 +271,39 @@ class TimelineStepper(w.VBox):
                 if snap.log
                 else ""
             )
+        )
+
+    def _update_tir_menu(self) -> None:
+        """A lowering timeline: its PrimFuncs at this step in the menu (those the step changed first)."""
+        tir = getattr(self.timeline, "tir", ())
+        if not tir:
+            self.tir_panel.layout.display = "none"
+            return
+        self.tir_panel.layout.display = ""
+        names = self.timeline.prim_funcs(self.step)
+        changed = [n for n in names if self.step > 0 and tir[self.step - 1].get(n) != tir[self.step].get(n)]
+        options = [*changed, *[n for n in names if n not in changed]]
+        keep = self.tir_menu.value if self.tir_menu.value in options else (options[0] if options else None)
+        self.tir_menu.options = options
+        self.tir_menu.value = keep
+        self._update_tir()
+
+    def _update_tir(self) -> None:
+        name = self.tir_menu.value
+        if not name or not getattr(self.timeline, "tir", ()):
+            self.tir_text.value = "<i>no PrimFuncs at this step (LegalizeOps makes them)</i>"
+            return
+        from explorer.lower.tir import loop_stats
+
+        script = self.timeline.tir[self.step].get(name, "")
+        diff = self.timeline.tir_diff(self.step, name)
+        stats = loop_stats(script)
+        counts = ", ".join(f"{k} {v}" for k, v in stats.to_dict().items() if v)
+        body = diff or script
+        what = "changed by this step" if diff else "unchanged by this step"
+        self.tir_text.value = (
+            f"<b>{html.escape(name)}</b> ({what}; {html.escape(counts)})"
+            f"<pre style='font-size:11px;max-height:360px;overflow:auto'>{html.escape(body)}</pre>"
         )
 
     def _update_fusions(self) -> None:

@@ -13,17 +13,22 @@ from __future__ import annotations
 from .relax_build import RelaxBuild, relax_build
 from .relax_import import FIX, ImportFailure, RelaxImport, relax_graph, relax_import
 from .relax_pipeline import ZERO_PIPELINE, RelaxImportFailed, lowering_counts, relax_pipeline
+from .tir import LoopStats, LoweringTimeline, loop_stats, tir_diff
 
 __all__ = [
     "FIX",
     "ImportFailure",
+    "LoopStats",
+    "LoweringTimeline",
     "RelaxBuild",
     "RelaxImport",
     "RelaxImportFailed",
     "ZERO_PIPELINE",
+    "loop_stats",
     "lowering_counts",
     "relax_build",
     "relax_graph",
     "relax_import",
     "relax_pipeline",
+    "tir_diff",
 ]

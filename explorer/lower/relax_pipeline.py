@@ -26,9 +26,10 @@ from .. import worker
 from ..errors import ExplorerError
 from ..graph import ModelGraph
 from ..model_files import worker_source
-from ..timeline import Snapshot, Timeline
+from ..timeline import Snapshot
 from .relax_import import ImportFailure, RelaxImport, relax_graph
 from .relax_steps import ZERO_PIPELINE, lower_relax
+from .tir import LoweringTimeline
 
 __all__ = ["ZERO_PIPELINE", "RelaxImportFailed", "relax_pipeline", "lowering_counts", "PASS_NOTES"]
 
@@ -93,7 +94,7 @@ def relax_pipeline(
     passes: Sequence[str] = ZERO_PIPELINE,
     *,
     timeout: float | None = None,
-) -> Timeline:
+) -> LoweringTimeline:
     """Import ``graph`` into Relax and run ``passes`` one by one, a snapshot after each.
 
     Parameters
@@ -109,10 +110,11 @@ def relax_pipeline(
 
     Returns
     -------
-    Timeline
+    LoweringTimeline
         Snapshot 0 is the imported module; each later one the module after a pass, with its
         time, whether it changed the module, its nested passes, and the counts of bindings,
-        PrimFuncs, fused functions, kernels and intermediate tensors in its log.
+        PrimFuncs, fused functions, kernels and intermediate tensors in its log and
+        ``metrics``; ``tir[i]`` holds every PrimFunc's TVMScript after step ``i``.
 
     Raises
     ------
@@ -159,7 +161,9 @@ def relax_pipeline(
             metrics=counts,
         )
     ]
+    tir: list[dict[str, str]] = [{}]
     for index, step in enumerate(out["steps"], start=1):
+        tir.append(step["tir"] if step["changed"] else tir[-1])
         if step["changed"]:
             current = relax_graph(_inherit_origins(current, step["graph"]), source=source)
         new_counts = {**step["counts"], **lowering_counts(current)}
@@ -179,7 +183,7 @@ def relax_pipeline(
                 metrics=new_counts,
             )
         )
-    return Timeline(tuple(snapshots), source)
+    return LoweringTimeline(tuple(snapshots), source, tir=tuple(tir))
 
 
 def _inherit_origins(previous: ModelGraph, data: dict[str, Any]) -> dict[str, Any]:

@@ -164,7 +164,8 @@ def lower_relax(
     dict
         The import's outcome (:func:`import_relax`, without its graph on failure) plus
         ``"initial"`` (graph data and counts of the imported module) and ``"steps"``: one
-        ``{"name", "changed", "elapsed", "nested", "graph", "counts"}`` per pass.
+        ``{"name", "changed", "elapsed", "nested", "graph", "tir", "counts"}`` per pass (``graph``
+        and ``tir``, PrimFunc name -> TVMScript, only where the pass changed the module).
 
     Examples
     --------
@@ -206,11 +207,19 @@ def lower_relax(
                 "nested": len(inner),
                 "nested_kinds": sorted({n.split(".")[0] for n in inner}),
                 "graph": relax_graph_data(mod, origins=origins) if changed else None,
+                "tir": _prim_func_scripts(mod) if changed else None,
                 "counts": module_counts(mod),
             }
         )
     imported["steps"] = steps
     return imported
+
+
+def _prim_func_scripts(mod: Any) -> dict[str, str]:
+    """PrimFunc name -> its TVMScript, for every PrimFunc of ``mod``."""
+    from tvm import relax
+
+    return {gv.name_hint: f.script() for gv, f in mod.functions.items() if not isinstance(f, relax.Function)}
 
 
 class _PassNames:

@@ -116,3 +116,20 @@ def test_the_stepping_is_a_timeline_stepper_any_producer_can_feed() -> None:
     assert "<td>FuseOps</td>" in stepper.table.value
     picker = PassStepper("zoo:resnet18", "fuse_bn_into_conv", verify=False)
     assert isinstance(picker.stepping, TimelineStepper) and picker.stepping.timeline is picker.timeline
+
+
+def test_a_lowering_timeline_shows_the_tir_of_the_step() -> None:
+    from explorer import load
+    from explorer.lower import relax_pipeline
+    from tests.explorer.lower.test_relax_pipeline import _conv_add_relu
+    from widgets import TimelineStepper
+
+    stepper = TimelineStepper(relax_pipeline(load(_conv_add_relu())))
+    assert stepper.step == 1 and stepper.tir_panel.layout.display == ""
+    assert set(stepper.tir_menu.options) == {"add", "conv2d", "relu"}
+    assert "changed by this step" in stepper.tir_text.value and "+@T.prim_func" in stepper.tir_text.value
+    stepper.show(5)
+    assert list(stepper.tir_menu.options) == ["fused_conv2d_add_relu"]
+    assert "allocations" in stepper.tir_text.value
+    onnx_steps = PassStepper("zoo:mlp", "eliminate_identity", verify=False)
+    assert onnx_steps.stepping.tir_panel.layout.display == "none"

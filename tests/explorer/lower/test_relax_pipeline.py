@@ -85,3 +85,16 @@ def test_an_import_failure_stops_the_pipeline_with_the_failing_nodes() -> None:
     with pytest.raises(RelaxImportFailed, match=r"/celu \[Celu\]") as caught:
         relax_pipeline(load(model))
     assert caught.value.result.failures[0].node == "/celu"
+
+
+def test_the_tir_of_each_step_its_diff_and_its_loops() -> None:
+    timeline = relax_pipeline(load(_conv_add_relu()))
+    assert timeline.prim_funcs(0) == []  # Relax only, before LegalizeOps
+    assert timeline.prim_funcs(1) == ["add", "conv2d", "relu"]
+    assert timeline.prim_funcs(5) == ["fused_conv2d_add_relu"]
+    diff = timeline.tir_diff(5, "fused_conv2d_add_relu")
+    assert diff.startswith("--- fused_conv2d_add_relu (before)") and "+@T.prim_func" in diff
+    conv = timeline.loop_stats(1).set_index("prim_func").loc["conv2d"]
+    assert conv["loops"] >= 7 and conv["parallel"] == 0  # untuned: serial loops, no schedule yet
+    fused = timeline.loop_stats(5).set_index("prim_func").loc["fused_conv2d_add_relu"]
+    assert fused["allocations"] >= 2  # the tensors between conv2d, add and relu, now inside one kernel
