@@ -304,13 +304,7 @@ def summarize(graph: ModelGraph) -> ModelSummary:
     initializer_names = {t.name for t in main.initializer}
     inputs = tuple(_spec(v, graph) for v in main.input if v.name not in initializer_names)
     outputs = tuple(_spec(v, graph) for v in main.output)
-    dynamic: list[str] = []
-    for spec in (*inputs, *outputs):
-        for dim in spec.shape or ():
-            if isinstance(dim, str) and dim not in dynamic:
-                dynamic.append(dim)
-            elif dim is None and "?" not in dynamic:
-                dynamic.append("?")
+    dynamic = _dynamic_dims((*inputs, *outputs))
 
     shapes = [shape for *_, shape in graph.nx.edges(data="shape")]
     known = sum(1 for s in shapes if s is not None and all(d is not None for d in s))
@@ -366,13 +360,7 @@ def summarize_graph(graph: ModelGraph) -> ModelSummary:
         return tuple(TensorSpec(d["name"], d.get("dtype"), d.get("shape")) for d in found)
 
     inputs, outputs = specs("input"), specs("output")
-    dynamic: list[str] = []
-    for spec in (*inputs, *outputs):
-        for dim in spec.shape or ():
-            if isinstance(dim, str) and dim not in dynamic:
-                dynamic.append(dim)
-            elif dim is None and "?" not in dynamic:
-                dynamic.append("?")
+    dynamic = _dynamic_dims((*inputs, *outputs))
     sub_ops: Counter[str] = Counter()
     max_depth = subgraphs = 0
     for path, sub in graph.iter_subgraphs():
@@ -410,6 +398,18 @@ def summarize_graph(graph: ModelGraph) -> ModelSummary:
         shapes_known=round(known / len(shapes), 4) if shapes else 1.0,
         notes=tuple(graph.notes),
     )
+
+
+def _dynamic_dims(specs: tuple[TensorSpec, ...]) -> list[str]:
+    """Symbolic dimension names in order of appearance, plus ``"?"`` for entirely unknown ones."""
+    dynamic: list[str] = []
+    for spec in specs:
+        for dim in spec.shape or ():
+            if isinstance(dim, str) and dim not in dynamic:
+                dynamic.append(dim)
+            elif dim is None and "?" not in dynamic:
+                dynamic.append("?")
+    return dynamic
 
 
 def _function_body(function: onnx.FunctionProto) -> GraphProto:

@@ -19,6 +19,7 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -146,9 +147,7 @@ class Snapshot:
         summary = graph.summary()
         return cls(
             index=index,
-            name=step.name,
-            family=step.family,
-            description=step.description,
+            **_step_fields(step),
             graph=graph,
             changed=changed,
             elapsed=elapsed,
@@ -171,19 +170,17 @@ class Snapshot:
         error: str,
     ) -> Snapshot:
         """The snapshot of a step that failed: the previous graph (``last``'s counts), and why."""
-        return cls(
+        return dataclasses.replace(
+            last,
             index=index,
-            name=step.name,
-            family=step.family,
-            description=step.description,
+            **_step_fields(step),
             graph=graph,
             changed=False,
             elapsed=0.0,
-            nodes=last.nodes,
-            params=last.params,
             log=log,
             max_abs_diff=max_abs_diff,
             error=error,
+            metrics=dict(last.metrics),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -208,6 +205,11 @@ class Snapshot:
             "error": self.error,
             "metrics": dict(self.metrics),
         }
+
+
+def _step_fields(step: Any) -> dict[str, str]:
+    """What a snapshot says of the step that made it (a Pass, or any producer's step object)."""
+    return {"name": step.name, "family": step.family, "description": step.description}
 
 
 def _json_float(value: float | None) -> float | str | None:

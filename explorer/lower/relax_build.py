@@ -30,7 +30,7 @@ from ..model_files import new_model_dir, worker_source
 from ..runtimes.compare import max_abs_diff
 from ..runtimes.inputs import concrete_input_shapes, random_feeds
 from ..verification import ort_runner
-from .relax_import import FIX, ImportFailure, RelaxImport
+from .relax_import import failed_import
 from .relax_pipeline import RelaxImportFailed
 from .relax_steps import build_relax, run_relax_library
 
@@ -179,9 +179,7 @@ def relax_build(
         timeout=timeout,
     )
     if not out["ok"]:
-        failures = tuple(ImportFailure(f["node"], f["op_type"], f["reason"]) for f in out["failures"])
-        fix = None if out["missing"] else FIX
-        raise RelaxImportFailed(RelaxImport(False, None, "", failures, fix, 0.0, graph, shapes))
+        raise RelaxImportFailed(failed_import(out, graph, shapes))
     reference = tuple(ort_runner(graph, feeds))
     outputs = tuple(out["outputs"])
     return RelaxBuild(

@@ -31,7 +31,7 @@ from .relax_steps import import_relax
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["ImportFailure", "RelaxImport", "relax_import", "relax_graph"]
+__all__ = ["ImportFailure", "RelaxImport", "relax_import", "relax_graph", "failed_import"]
 
 FIX = "fix the input shapes and run onnxsim first"
 """The fix offered for a failed import (what :meth:`RelaxImport.retry` does)."""
@@ -161,6 +161,21 @@ def relax_graph(data: Mapping[str, Any], source: str = "<relax>") -> ModelGraph:
     return ModelGraph(graph, ir="relax", name=data["name"], source=source, weights=weights)
 
 
+def failed_import(out: Mapping[str, Any], graph: ModelGraph, shapes: Mapping[str, Any] | None) -> RelaxImport:
+    """The :class:`RelaxImport` of a failed import, from what the worker said (``import_relax``).
+
+    Examples
+    --------
+    >>> from explorer import load
+    >>> out = {"ok": False, "missing": True, "failures": [{"node": "n", "op_type": "Loop", "reason": "none"}]}
+    >>> failed_import(out, load("zoo:mlp"), None).failures[0].op_type
+    'Loop'
+    """
+    failures = tuple(ImportFailure(f["node"], f["op_type"], f["reason"]) for f in out["failures"])
+    fix = None if out.get("missing") else FIX
+    return RelaxImport(False, None, "", failures, fix, 0.0, graph, dict(shapes) if shapes else None)
+
+
 def relax_import(
     graph: ModelGraph,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
@@ -195,7 +210,6 @@ def relax_import(
         import_relax, worker_source(graph), shapes, step="Relax import", timeout=timeout
     )
     if not out["ok"]:
-        failures = tuple(ImportFailure(f["node"], f["op_type"], f["reason"]) for f in out["failures"])
-        return RelaxImport(False, None, "", failures, None if out["missing"] else FIX, 0.0, graph, shapes)
+        return failed_import(out, graph, shapes)
     relax = relax_graph(out["graph"], source=f"relax:{graph.source}")
     return RelaxImport(True, relax, out["text"], (), None, out["elapsed"], graph, shapes)

@@ -27,7 +27,7 @@ from ..errors import ExplorerError
 from ..graph import ModelGraph
 from ..model_files import worker_source
 from ..timeline import Snapshot
-from .relax_import import ImportFailure, RelaxImport, relax_graph
+from .relax_import import RelaxImport, failed_import, relax_graph
 from .relax_steps import ZERO_PIPELINE, lower_relax
 from .tir import LoweringTimeline
 
@@ -135,12 +135,7 @@ def relax_pipeline(
         lower_relax, worker_source(graph), shapes, list(passes), step="Relax lowering", timeout=timeout
     )
     if not out["ok"]:
-        failures = tuple(ImportFailure(f["node"], f["op_type"], f["reason"]) for f in out["failures"])
-        from .relax_import import FIX
-
-        raise RelaxImportFailed(
-            RelaxImport(False, None, "", failures, None if out["missing"] else FIX, 0.0, graph, shapes)
-        )
+        raise RelaxImportFailed(failed_import(out, graph, shapes))
     source = f"relax:{graph.source}"
     current = relax_graph(out["graph"], source=source)
     counts = {**out["counts"], **lowering_counts(current)}
