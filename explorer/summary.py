@@ -265,7 +265,7 @@ def summarize(graph: ModelGraph) -> ModelSummary:
     if model is None:
         raise ValueError("summaries are computed for top-level graphs (this one has no ModelProto)")
     main = model.graph
-    ops = dict(Counter(n.op_type for n in main.node))
+    ops = dict(graph.op_counts)  # the main graph's node list, as the ONNX adapter counted it
     local_functions = {(f.domain, f.name) for f in model.functions}
     sub_ops: Counter[str] = Counter()
     unknown: set[str] = set()

@@ -105,7 +105,8 @@ class TimelineStepper(w.VBox):
         self.tir_text = w.HTML()
         self.tir_text.add_class("oge-tir")
         self.tir_panel = w.VBox([self.tir_menu, self.tir_text], layout=w.Layout(display="none"))
-        self.tir_menu.observe(lambda _: self._update_tir(), names="value")
+        self._tir_syncing = False
+        self.tir_menu.observe(lambda _: None if self._tir_syncing else self._update_tir(), names="value")
         self.before = go.FigureWidget(graph_figure(self.graph, height=height))
         self.after = go.FigureWidget(graph_figure(self.graph, height=height))
         follow_zoom(self.before)
@@ -284,8 +285,12 @@ class TimelineStepper(w.VBox):
         changed = [n for n in names if self.step > 0 and tir[self.step - 1].get(n) != tir[self.step].get(n)]
         options = [*changed, *[n for n in names if n not in changed]]
         keep = self.tir_menu.value if self.tir_menu.value in options else (options[0] if options else None)
-        self.tir_menu.options = options
-        self.tir_menu.value = keep
+        self._tir_syncing = True  # new options and value: draw the text once, below
+        try:
+            self.tir_menu.options = options
+            self.tir_menu.value = keep
+        finally:
+            self._tir_syncing = False
         self._update_tir()
 
     def _update_tir(self) -> None:

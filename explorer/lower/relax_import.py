@@ -31,7 +31,7 @@ from .relax_steps import import_relax
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["ImportFailure", "RelaxImport", "relax_import", "relax_graph", "failed_import"]
+__all__ = ["ImportFailure", "RelaxImport", "relax_import", "relax_graph", "failed_import", "shape_dict"]
 
 FIX = "fix the input shapes and run onnxsim first"
 """The fix offered for a failed import (what :meth:`RelaxImport.retry` does)."""
@@ -161,6 +161,17 @@ def relax_graph(data: Mapping[str, Any], source: str = "<relax>") -> ModelGraph:
     return ModelGraph(graph, ir="relax", name=data["name"], source=source, weights=weights)
 
 
+def shape_dict(input_shapes: Mapping[str, Sequence[int]] | None) -> dict[str, list[int]] | None:
+    """Input shapes as the importer's ``shape_dict`` takes them (plain ints), or None.
+
+    Examples
+    --------
+    >>> shape_dict({"x": (1, 3)}), shape_dict(None)
+    ({'x': [1, 3]}, None)
+    """
+    return {k: [int(d) for d in v] for k, v in input_shapes.items()} if input_shapes else None
+
+
 def failed_import(out: Mapping[str, Any], graph: ModelGraph, shapes: Mapping[str, Any] | None) -> RelaxImport:
     """The :class:`RelaxImport` of a failed import, from what the worker said (``import_relax``).
 
@@ -205,7 +216,7 @@ def relax_import(
     """
     if graph.model is None:
         raise ValueError("relax_import needs a top-level ONNX graph (one with a ModelProto)")
-    shapes = {k: [int(d) for d in v] for k, v in input_shapes.items()} if input_shapes else None
+    shapes = shape_dict(input_shapes)
     out = worker.run_on_model(
         import_relax, worker_source(graph), shapes, step="Relax import", timeout=timeout
     )

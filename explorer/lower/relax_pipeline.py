@@ -27,7 +27,7 @@ from ..errors import ExplorerError
 from ..graph import ModelGraph
 from ..model_files import worker_source
 from ..timeline import Snapshot
-from .relax_import import RelaxImport, failed_import, relax_graph
+from .relax_import import RelaxImport, failed_import, relax_graph, shape_dict
 from .relax_steps import ZERO_PIPELINE, lower_relax
 from .tir import LoweringTimeline
 
@@ -60,6 +60,13 @@ class _Step:
     name: str
     family: str = "relax"
     description: str = ""
+
+
+_IMPORT_STEP = _Step(
+    "relax import",
+    description="TVM's ONNX importer (tvm.relax.frontend.onnx.from_onnx): one Relax binding per "
+    "operator it converts.",
+)
 
 
 #: Bindings that only take tuples apart or put them together: no kernel runs for them.
@@ -130,7 +137,7 @@ def relax_pipeline(
     """
     if graph.model is None:
         raise ValueError("relax_pipeline needs a top-level ONNX graph (one with a ModelProto)")
-    shapes = {k: [int(d) for d in v] for k, v in input_shapes.items()} if input_shapes else None
+    shapes = shape_dict(input_shapes)
     out: dict[str, Any] = worker.run_on_model(
         lower_relax, worker_source(graph), shapes, list(passes), step="Relax lowering", timeout=timeout
     )
@@ -139,20 +146,14 @@ def relax_pipeline(
     source = f"relax:{graph.source}"
     current = relax_graph(out["graph"], source=source)
     counts = {**out["counts"], **lowering_counts(current)}
-    first = Snapshot.original(current, log=(_counts_line(counts),))
     snapshots = [
-        Snapshot(
-            index=0,
-            name="relax import",
-            family="relax",
-            description="TVM's ONNX importer (tvm.relax.frontend.onnx.from_onnx): one Relax binding per "
-            "operator it converts.",
-            graph=current,
+        Snapshot.after(
+            0,
+            _IMPORT_STEP,
+            current,
             changed=False,
             elapsed=out["elapsed"],
-            nodes=first.nodes,
-            params=first.params,
-            log=first.log,
+            log=(_counts_line(counts),),
             metrics=counts,
         )
     ]

@@ -18,6 +18,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections.abc import Mapping, Sequence
@@ -47,9 +48,7 @@ ZERO_PIPELINE = ("LegalizeOps", "AnnotateTIROpPattern", "FoldConstant", "FuseOps
 """The module-level passes of TVM's ``zero`` pipeline (``relax.get_pipeline("zero")``), in order."""
 
 
-def import_relax(
-    path: str, input_shapes: Mapping[str, Sequence[int]] | None = None, *, keep_module: bool = False
-) -> dict[str, Any]:
+def import_relax(path: str, input_shapes: Mapping[str, Sequence[int]] | None = None) -> dict[str, Any]:
     """Import the ONNX model at ``path`` into Relax (``keep_params_in_input=False``).
 
     Returns
@@ -71,6 +70,25 @@ def import_relax(
     >>> out["ok"], out["missing"], sorted({f["op_type"] for f in out["failures"]})
     (False, True, ['FusedMatMul', 'Swish'])
     """
+    import tvm
+
+    imported = _import_module(path, input_shapes)
+    if not imported["ok"]:
+        return imported
+    mod = imported.pop("module")
+    origins = _import_origins(imported.pop("model"), imported.pop("importer"), mod)
+    return {
+        **imported,
+        "graph": relax_graph_data(mod, origins=origins),
+        "counts": module_counts(mod),
+        "text": mod.script(show_meta=False),
+        "tvm": tvm.__version__,
+    }
+
+
+def _import_module(path: str, input_shapes: Mapping[str, Sequence[int]] | None) -> dict[str, Any]:
+    """Run the importer: ``{"ok": True, "module", "model", "importer", "elapsed"}`` (for this
+    process only: a module does not cross the pipe), or the failure :func:`import_relax` returns."""
     import onnx
     import tvm
     from tvm.relax.frontend.onnx import from_onnx, onnx_frontend
@@ -135,19 +153,8 @@ def import_relax(
         importer._convert_operator = original
         importer.from_onnx = original_from_onnx
     elapsed = time.perf_counter() - started
-    origins = _import_origins(model, importers[0] if importers else None, mod)
-    out = {
-        "ok": True,
-        "graph": relax_graph_data(mod, origins=origins),
-        "counts": module_counts(mod),
-        "text": mod.script(show_meta=False),
-        "elapsed": elapsed,
-        "tvm": tvm.__version__,
-    }
-    if keep_module:  # for lower_relax, in this process only (a module does not cross the pipe)
-        out["module"] = mod
-        out["origins"] = origins
-    return out
+    importer_used = importers[0] if importers else None
+    return {"ok": True, "module": mod, "model": model, "importer": importer_used, "elapsed": elapsed}
 
 
 def lower_relax(
@@ -162,8 +169,8 @@ def lower_relax(
     Returns
     -------
     dict
-        The import's outcome (:func:`import_relax`, without its graph on failure) plus
-        ``"initial"`` (graph data and counts of the imported module) and ``"steps"``: one
+        The import's outcome (:func:`import_relax`: graph data, counts and text of the
+        imported module, or the failure) plus ``"steps"``: one
         ``{"name", "changed", "elapsed", "nested", "graph", "tir", "counts"}`` per pass (``graph``
         and ``tir``, PrimFunc name -> TVMScript, only where the pass changed the module).
 
@@ -181,11 +188,17 @@ def lower_relax(
     import tvm_ffi
     from tvm import relax
 
-    imported = import_relax(path, input_shapes, keep_module=True)
+    imported = _import_module(path, input_shapes)
     if not imported["ok"]:
         return imported
     mod = imported.pop("module")
-    origins = imported.pop("origins")
+    origins = _import_origins(imported.pop("model"), imported.pop("importer"), mod)
+    imported.update(
+        graph=relax_graph_data(mod, origins=origins),
+        counts=module_counts(mod),
+        text=mod.script(show_meta=False),
+        tvm=tvm.__version__,
+    )
     steps = []
     for name in passes:
         factory = getattr(relax.transform, name, None)
@@ -278,7 +291,7 @@ def build_relax(
     >>> out["outputs"][0].shape, [o.shape for o in worker.run(run_relax_library, lib, feeds)]
     ((1, 10), [(1, 10)])
     """
-    imported = import_relax(path, input_shapes, keep_module=True)
+    imported = _import_module(path, input_shapes)  # no graph data or text: only the module is built
     if not imported["ok"]:
         return imported
     import tvm
@@ -349,11 +362,7 @@ def _import_origins(model: Any, importer: Any, mod: Any) -> dict[Any, str]:
         found = by_expr.get(binding.var) or by_expr.get(binding.value)
         if found is not None:
             origins[binding.var] = found
-        value = binding.value
-        args = (
-            [value.tuple_value] if isinstance(value, relax.TupleGetItem) else list(getattr(value, "args", ()))
-        )
-        reads[binding.var] = [a for a in args if isinstance(a, relax.Var)]
+        reads[binding.var] = [a for a in _operands(binding.value) if isinstance(a, relax.Var)]
     readers: dict[Any, list[Any]] = {}
     for var, used in reads.items():
         for u in used:
@@ -430,6 +439,30 @@ def _is_var(expr: Any) -> bool:
     from tvm import relax
 
     return isinstance(expr, relax.Var)
+
+
+def _prim_func(value: Any) -> str | None:
+    """The PrimFunc a ``call_tir`` binding calls, by name (None for any other binding)."""
+    from tvm import relax
+
+    args = getattr(value, "args", ())
+    if _op_name(value) == "relax.call_tir" and args and isinstance(args[0], relax.GlobalVar):
+        return args[0].name_hint
+    return None
+
+
+def _operands(value: Any) -> list[Any]:
+    """What a binding reads: a tuple part's tuple, a ``call_tir``'s arguments (not its PrimFunc),
+    any other call's arguments."""
+    from tvm import relax
+
+    if isinstance(value, relax.TupleGetItem):
+        return [value.tuple_value]
+    args = list(getattr(value, "args", ()))
+    if _prim_func(value) is not None:
+        fields = getattr(args[1], "fields", None) if len(args) > 1 else None
+        return list(fields) if fields is not None else args[1:]
+    return args
 
 
 def _op_name(value: Any) -> str:
@@ -519,7 +552,6 @@ class _GraphBuilder:
         self.producer: dict[str, str] = {}
         self.types: dict[str, tuple[Any, str | None]] = {}
         self.index = 0
-        self._constants: dict[Any, Any] = {}  # a fused function's parameters bound to constants
         self._names: set[str] = set()
 
     def unique(self, name: str) -> str:
@@ -545,8 +577,15 @@ class _GraphBuilder:
             (self.producer[tensor], target, tensor, edge_data(tensor, shape, dtype, nbytes, slots=(slot,)))
         )
 
-    def bindings(self, func: Any, env: dict[Any, str], scope: tuple[str, ...]) -> None:
-        """Walk ``func``'s bindings; ``env`` maps its variables to tensor names of the graph."""
+    def bindings(
+        self,
+        func: Any,
+        env: dict[Any, str],
+        scope: tuple[str, ...],
+        constants: Mapping[Any, Any] | None = None,
+    ) -> None:
+        """Walk ``func``'s bindings; ``env`` maps its variables to tensor names of the graph,
+        ``constants`` those of its parameters that a caller bound to constants (a fused function)."""
         from tvm import relax
 
         prefix = f"{scope[-1]}/" if scope else ""
@@ -565,47 +604,48 @@ class _GraphBuilder:
                             inner_env[param] = env[arg]
                         else:
                             consts[param] = arg
-                    self._constants = consts
-                    self.bindings(target, inner_env, (self.unique(callee.name_hint),))  # one box per call
-                    self._constants = {}
+                    group = (self.unique(callee.name_hint),)  # one box per call
+                    self.bindings(target, inner_env, group, consts)
                     result = target.body.body
                     if result in inner_env:
                         env[var] = inner_env[result]
                     continue
                 node_id = self.unique(prefix + var.name)
-                self._op_node(node_id, var, value, env, scope)
+                self._op_node(node_id, var, value, env, scope, constants or {})
                 env[var] = node_id
 
     def _op_node(
-        self, node_id: str, var: Any, value: Any, env: dict[Any, str], scope: tuple[str, ...]
+        self,
+        node_id: str,
+        var: Any,
+        value: Any,
+        env: dict[Any, str],
+        scope: tuple[str, ...],
+        constants: Mapping[Any, Any],
     ) -> None:
         from tvm import relax
 
         shape, dtype = _dims(var.ty), _dtype(var.ty)
         op = _op_name(value)
         op_type = op.removeprefix("relax.")
-        args = list(getattr(value, "args", ()))
+        args = _operands(value)
         attributes = _attributes(value)
         if isinstance(value, relax.TupleGetItem):
-            args = [value.tuple_value]
             attributes["index"] = int(value.index)
-        if op == "relax.call_tir" and args and isinstance(args[0], relax.GlobalVar):
-            op_type = args[0].name_hint  # the PrimFunc: conv2d, fused_conv2d_add_relu, ...
-            attributes["prim_func"] = op_type
-            fields = getattr(args[1], "fields", None) if len(args) > 1 else None
-            args = list(fields) if fields is not None else args[1:]
+        callee = _prim_func(value)
+        if callee is not None:
+            op_type = callee  # the PrimFunc: conv2d, fused_conv2d_add_relu, ...
+            attributes["prim_func"] = callee
         weights = []
         reads: list[tuple[str, int]] = []
         for slot, arg in enumerate(args):
-            if _is_var(arg) and arg in self._constants:
-                arg = self._constants[arg]
+            if _is_var(arg) and arg in constants:
+                arg = constants[arg]
             if _is_var(arg) and arg in env and env[arg] in self.producer:
                 reads.append((env[arg], slot))
             elif hasattr(arg, "value") and hasattr(arg, "ty") and _dims(arg.ty) is not None:
                 wshape, wdtype = _dims(arg.ty), _dtype(arg.ty)
-                numel = 1
-                for d in wshape or ():
-                    numel *= d if isinstance(d, int) else 1
+                numel = math.prod(d for d in wshape or () if isinstance(d, int))
                 weights.append(
                     TensorInfo(
                         f"{node_id}.const{slot}",
@@ -646,7 +686,4 @@ def _nbytes(shape: Any, dtype: str | None) -> int | None:
         itemsize = np.dtype(dtype).itemsize
     except TypeError:
         return None
-    count = 1
-    for d in shape:
-        count *= d
-    return count * itemsize
+    return math.prod(shape) * itemsize
