@@ -15,7 +15,7 @@ True
 >>> ONNXOPTIMIZER_KIND["fuse_bn_into_conv"]
 'fuse'
 >>> sorted(FAMILIES)
-['onnx', 'onnxoptimizer', 'onnxscript', 'onnxsim', 'ort', 'ort-transformers']
+['explorer', 'onnx', 'onnxoptimizer', 'onnxscript', 'onnxsim', 'ort', 'ort-transformers']
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ __all__ = [
     "ONNXSIM",
     "ORT",
     "VERSION_CONVERTER",
+    "EXPLORER",
     "ONNXSCRIPT",
     "ONNXSCRIPT_KIND",
     "ort_transformers",
@@ -586,6 +587,34 @@ VERSION_CONVERTER: dict[str, str] = {
 }
 """The paragraph for onnx's opset version converter."""
 
+EXPLORER: dict[str, str] = {
+    "explorer:decompose_contrib": (
+        "Writes ONNX Runtime's com.microsoft contrib ops in the standard ONNX they stand for, from the "
+        "definitions in ONNX Runtime's ContribOperators.md: FusedMatMul as Transpose + MatMul (+ Mul by "
+        "alpha), FusedConv as Conv (+ Add of its fourth input) + its activation, Gelu and BiasGelu as the "
+        "Erf formula, FastGelu as the tanh approximation, QuickGelu as x * Sigmoid(alpha x), BiasAdd as two "
+        "Adds and SkipLayerNormalization as Add + LayerNormalization (opset 17). ONNX Runtime's extended "
+        "level and its transformer optimizer write these ops, and only ONNX Runtime runs them: TVM's Relax "
+        "importer has no FusedMatMul, NPU compilers take standard ONNX. The result computes the same "
+        "outputs (the tests compare both on ONNX Runtime). Nodes with no exact standard form are kept and "
+        "the log says why: FusedMatMul's transBatchA/B, a transpose whose operand rank is unknown, "
+        "Attention and the other ops with no entry here. Parameter ops limits it to some op types."
+    ),
+    "explorer:unroll_loops": (
+        "Unrolls every top-level Loop that runs a constant number of times: the body is copied once per "
+        "iteration (named LOOP/iterN/..., so the graph view groups each iteration), each copy reads the "
+        "loop-carried values the previous one produced and its iteration number as a constant, and the "
+        "scan outputs are stacked with Unsqueeze + Concat. This is what tracing a Python loop gives, and "
+        "what compilers without control flow need: TVM 0.27's Relax importer has no Loop, and NPU "
+        "compilers want a static graph. A loop is unrolled only when that is exact (its trip count is a "
+        "constant, its condition a constant true that the body passes through, and its body has no "
+        "subgraphs of its own) and it runs at most max_trips times (64); every other loop is kept, and "
+        "the log says why. Loops whose trip count comes from a shape become constant after onnxsim with "
+        "fixed input shapes."
+    ),
+}
+"""One paragraph per rewrite of the explorer's own (standard ONNX in, standard ONNX out)."""
+
 FAMILIES: dict[str, str] = {
     "onnxoptimizer": (
         "onnxoptimizer (the onnx/optimizer project, 0.4.2 here) is ONNX's library of local graph "
@@ -633,6 +662,12 @@ FAMILIES: dict[str, str] = {
         "SkipLayerNormalization, EmbedLayerNormalization, BiasGelu and FastGelu, after ONNX Runtime's own "
         "basic level. Pick the type that matches how the model was built and give num_heads and "
         "hidden_size; the output runs only on ONNX Runtime."
+    ),
+    "explorer": (
+        "Rewrites of the explorer's own that make a model take-able by compilers and runtimes other than "
+        "ONNX Runtime: contrib ops written in standard ONNX, loops with a constant trip count unrolled. "
+        "They are what the Relax import's one-call fix runs when the importer lacks an operator they "
+        "remove. Each keeps what it cannot rewrite exactly and logs why."
     ),
     "onnx": (
         "Tools from the onnx package itself. Its version converter moves a model between opsets of the "

@@ -7,6 +7,8 @@ Names:
 - ``onnxsim`` and its sub-stages ``onnxsim:constant_folding`` and ``onnxsim:shape_ops``;
 - ``ort:basic``, ``ort:extended``, ``ort:layout`` (where ONNX Runtime has it), ``ort:all``;
 - ``version_converter`` (parameter ``opset``; ``opset:13`` is a shorthand);
+- ``explorer:decompose_contrib`` (parameter ``ops``) and ``explorer:unroll_loops`` (parameter
+  ``max_trips``), rewrites of our own into standard ONNX;
 - ``onnxscript:optimize`` and its parts (``onnxscript:constant_folding``, ``onnxscript:remove_unused``,
   ``onnxscript:inline``, ``onnxscript:rewrite``), ``onnxscript:ort_fusions`` (``optimize_for_ort``) and
   one pass per ONNX Runtime fusion rule set, named after its function (``onnxscript:fuse_sdpa``, ...);
@@ -35,7 +37,14 @@ from onnx import ModelProto
 
 from .. import model_files, worker
 from ..errors import PipelineSyntaxError, UnknownPassError
-from . import descriptions, native_steps, onnxscript_steps, ort_transformers_steps
+from . import (
+    contrib_decompositions,
+    descriptions,
+    loop_unrolling,
+    native_steps,
+    onnxscript_steps,
+    ort_transformers_steps,
+)
 from .base import FunctionPass, Runner
 
 __all__ = [
@@ -50,7 +59,7 @@ __all__ = [
     "DEFAULT_PASS_TIMEOUT",
 ]
 
-FAMILIES = ("onnxoptimizer", "onnxsim", "onnxscript", "ort", "ort-transformers", "onnx")
+FAMILIES = ("onnxoptimizer", "onnxsim", "onnxscript", "ort", "ort-transformers", "onnx", "explorer")
 """Pass families, in the order the registry lists them."""
 
 DEFAULT_PASS_TIMEOUT = 600.0
@@ -262,6 +271,30 @@ def _registry() -> dict[str, FunctionPass]:
         _version_runner,
         {**base, "opset": onnx.defs.onnx_opset_version()},
         kind="convert",
+    )
+    passes["explorer:decompose_contrib"] = FunctionPass(
+        "explorer:decompose_contrib",
+        "explorer",
+        descriptions.EXPLORER["explorer:decompose_contrib"],
+        _runner(
+            contrib_decompositions.decompose_contrib_step,
+            "explorer:decompose_contrib",
+            from_params=lambda params: (sorted(params["ops"]) if params.get("ops") else None,),
+        ),
+        {**base, "ops": None},
+        kind="rewrite",
+    )
+    passes["explorer:unroll_loops"] = FunctionPass(
+        "explorer:unroll_loops",
+        "explorer",
+        descriptions.EXPLORER["explorer:unroll_loops"],
+        _runner(
+            loop_unrolling.unroll_loops_step,
+            "explorer:unroll_loops",
+            from_params=lambda params: (int(params["max_trips"]),),
+        ),
+        {**base, "max_trips": loop_unrolling.MAX_TRIPS},
+        kind="rewrite",
     )
     return passes
 
