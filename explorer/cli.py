@@ -148,6 +148,12 @@ def build_parser() -> argparse.ArgumentParser:
     lower.add_argument(
         "--simplify", action="store_true", help="run onnxsim with the fixed input shapes before the import"
     )
+    lower.add_argument(
+        "--fix",
+        action="store_true",
+        help="when the import fails, apply the fix it offers (rewrites into standard ONNX, or fixed shapes "
+        "and onnxsim) until it imports",
+    )
     lower.add_argument("--passes", help="comma-separated relax.transform passes (default: the zero pipeline)")
     lower.add_argument("--json", action="store_true", help="print one JSON object")
     lower.set_defaults(handler=_lower)
@@ -264,7 +270,7 @@ def _timeline_text(timeline: Any) -> str:
 
 
 def _lower(args: argparse.Namespace) -> int:
-    from .lower import ZERO_PIPELINE, RelaxImportFailed, relax_pipeline
+    from .lower import FIX, ZERO_PIPELINE, RelaxImportFailed, relax_pipeline
     from .runtimes.inputs import concrete_input_shapes
     from .timeline import run_pipeline
 
@@ -277,8 +283,16 @@ def _lower(args: argparse.Namespace) -> int:
             raise ExplorerError(f"{args.model}: onnxsim failed before the import: {simplified[1].error}")
         graph = simplified[1].graph
     passes = [p.strip() for p in args.passes.split(",") if p.strip()] if args.passes else list(ZERO_PIPELINE)
+    applied: tuple[str, ...] = ()
     try:
-        timeline = relax_pipeline(graph, shapes, passes)
+        try:
+            timeline = relax_pipeline(graph, shapes, passes)
+        except RelaxImportFailed as err:
+            fixed = err.result.fixed() if args.fix else err.result
+            if not fixed.ok:
+                raise RelaxImportFailed(fixed) from None
+            applied = fixed.applied
+            timeline = relax_pipeline(fixed.source, fixed.input_shapes, passes)
     except RelaxImportFailed as err:
         result = err.result
         if args.json:
@@ -288,10 +302,8 @@ def _lower(args: argparse.Namespace) -> int:
             for failure in result.failures:
                 print(f"  {failure.node or '?'} [{failure.op_type}]: {failure.reason}", file=sys.stderr)
             if result.fix:
-                print(
-                    f"fix: {result.fix} (onnx-explorer lower MODEL --simplify --input-shape ...)",
-                    file=sys.stderr,
-                )
+                how = "--simplify --input-shape ..., or --fix" if result.fix == FIX else "--fix"
+                print(f"fix: {result.fix} (onnx-explorer lower MODEL {how})", file=sys.stderr)
         return EXIT_NOT_IMPORTED
     rows = [
         {
@@ -307,11 +319,15 @@ def _lower(args: argparse.Namespace) -> int:
         for snap in timeline.snapshots
     ]
     if args.json:
-        print(json.dumps({"source": args.model, "import": rows[0], "steps": rows[1:]}))
+        print(
+            json.dumps({"source": args.model, "fixes": list(applied), "import": rows[0], "steps": rows[1:]})
+        )
         return 0
     print(
         f"model: {args.model} (Relax import {rows[0]['elapsed_ms']:.1f} ms, {rows[0]['bindings']} bindings)"
     )
+    for fix in applied:
+        print(f"fixed before the import: {fix}")
     print(
         f"{'#':>2}  {'pass':<22} {'changed':<7} {'ms':>9} {'bindings':>8} {'prim_funcs':>10} {'fused':>5}"
         f" {'kernels':>7} {'intermediates':>13}"

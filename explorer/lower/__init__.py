@@ -11,12 +11,13 @@ True
 from __future__ import annotations
 
 from .relax_build import RelaxBuild, relax_build
-from .relax_import import FIX, ImportFailure, RelaxImport, relax_graph, relax_import
+from .relax_import import FIX, REWRITE_FIXES, ImportFailure, RelaxImport, relax_graph, relax_import
 from .relax_pipeline import ZERO_PIPELINE, RelaxImportFailed, lowering_counts, relax_pipeline
 from .tir import LoopStats, LoweringTimeline, loop_stats, tir_diff
 
 __all__ = [
     "FIX",
+    "REWRITE_FIXES",
     "ImportFailure",
     "LoopStats",
     "LoweringTimeline",

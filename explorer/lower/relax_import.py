@@ -3,9 +3,12 @@
 The importer (``tvm.relax.frontend.onnx.from_onnx``) either converts every node or stops
 at the first it cannot. :func:`relax_import` reports, mapped back to the ONNX nodes, every
 node whose operator the importer lacks, or the node it stopped at and the importer's own
-words; and it names the fix a learner should know: fix the input shapes and run onnxsim
-first (a Reshape whose shape is computed at run time, common in Paddle and TF exports,
-then becomes a constant). :meth:`RelaxImport.retry` is that fix in one call.
+words; and it names the fix a learner should know. For a node the importer stopped at: fix
+the input shapes and run onnxsim first (a Reshape whose shape is computed at run time,
+common in Paddle and TF exports, then becomes a constant). For operators it lacks, the
+rewrites into standard ONNX that remove them (:data:`REWRITE_FIXES`): inline model-local
+functions, write com.microsoft contrib ops in standard ONNX, unroll loops with a constant
+trip count. :meth:`RelaxImport.retry` is that fix in one call.
 
 Examples
 --------
@@ -17,6 +20,7 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -31,10 +35,27 @@ from .relax_steps import import_relax
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["ImportFailure", "RelaxImport", "relax_import", "relax_graph", "failed_import", "shape_dict"]
+__all__ = [
+    "ImportFailure",
+    "RelaxImport",
+    "relax_import",
+    "relax_graph",
+    "failed_import",
+    "shape_dict",
+    "rewrite_fix",
+    "FIX",
+    "REWRITE_FIXES",
+]
 
 FIX = "fix the input shapes and run onnxsim first"
-"""The fix offered for a failed import (what :meth:`RelaxImport.retry` does)."""
+"""The fix offered when the importer stopped at a node it has a converter for."""
+
+REWRITE_FIXES: dict[str, str] = {
+    "onnxscript:inline": "inline the model-local functions",
+    "explorer:decompose_contrib": "write the com.microsoft contrib ops in standard ONNX",
+    "explorer:unroll_loops": "unroll the loops with a constant trip count",
+}
+"""The passes that remove operators the importer lacks, in the order the fix runs them, and what each does."""
 
 
 @dataclass(frozen=True)
@@ -75,15 +96,22 @@ class RelaxImport:
     failures : tuple of ImportFailure
         The ONNX nodes that failed, when it did not.
     fix : str or None
-        What to do about it (:data:`FIX`, which :meth:`retry` does), when the importer stopped
-        at a node it has a converter for; None when an operator has no converter at all
-        (fixing shapes cannot help: the node has to be replaced, or the model run elsewhere).
+        What to do about it, which :meth:`retry` does: :data:`FIX` when the importer stopped at
+        a node it has a converter for; the rewrites of :data:`REWRITE_FIXES` that remove every
+        operator it lacks; None when some operator has no converter and no rewrite removes it
+        (the node has to be replaced by hand, or the model run elsewhere).
     elapsed : float
         Seconds the import took in the worker.
     source : ModelGraph
         The ONNX graph imported.
     input_shapes : dict or None
         The shapes given.
+    fix_pipeline : tuple
+        The passes :meth:`retry` runs before importing again (pipeline items of
+        :func:`explorer.timeline.run_pipeline`): ``("onnxsim",)`` with fixed shapes for
+        :data:`FIX`, else the rewrites.
+    applied : tuple of str
+        The fixes applied to get here (by :meth:`retry` / :meth:`fixed`), first first.
     """
 
     ok: bool
@@ -94,23 +122,67 @@ class RelaxImport:
     elapsed: float
     source: ModelGraph = field(repr=False)
     input_shapes: dict[str, list[int]] | None = None
+    fix_pipeline: tuple[Any, ...] = ("onnxsim",)
+    applied: tuple[str, ...] = ()
 
     def retry(self, input_shapes: Mapping[str, Sequence[int]] | None = None) -> RelaxImport:
-        """Apply the fix and import again: fix the input shapes (``input_shapes``, or the shapes
-        given before, or 1 for batch-like dimensions and 32 for others) and run onnxsim first.
+        """Apply the fix and import again.
+
+        For :data:`FIX`: fix the input shapes (``input_shapes``, or the shapes given before,
+        or 1 for batch-like dimensions and 32 for others) and run onnxsim first. For rewrites:
+        run them (``input_shapes`` or the shapes given before stay as they are). The new
+        result's ``source`` is the rewritten ONNX graph, which the Relax nodes' origins name.
+
+        Raises
+        ------
+        ExplorerError
+            A pass of the fix failed (the message says which and why).
 
         Examples
         --------
         >>> from explorer import load
         >>> relax_import(load("zoo:mlp")).retry().ok
         True
+        >>> relax_import(load("zoo:control_flow")).retry().ok
+        True
         """
+        from ..errors import ExplorerError
         from ..runtimes.inputs import concrete_input_shapes
         from ..timeline import run_pipeline
 
-        shapes = concrete_input_shapes(self.source.model, input_shapes or self.input_shapes)
-        simplified = run_pipeline(self.source, "onnxsim", input_shapes=shapes, verify=False)[-1].graph
-        return relax_import(simplified, input_shapes=shapes)
+        shapes = shape_dict(input_shapes) or self.input_shapes
+        if self.fix == FIX:
+            shapes = concrete_input_shapes(self.source.model, shapes)
+        timeline = run_pipeline(self.source, list(self.fix_pipeline), input_shapes=shapes, verify=False)
+        failed = next((snap for snap in timeline if snap.error), None)
+        if failed is not None:
+            raise ExplorerError(
+                f"{self.source.source}: {failed.name} failed before the import: {failed.error}"
+            )
+        again = relax_import(timeline[-1].graph, input_shapes=shapes)
+        return dataclasses.replace(again, applied=(*self.applied, self.fix or ""))
+
+    def fixed(
+        self, input_shapes: Mapping[str, Sequence[int]] | None = None, max_tries: int = 3
+    ) -> RelaxImport:
+        """Retry with the offered fix while the import fails and a fix is offered (at most ``max_tries``).
+
+        A model may need two fixes: a loop unrolled, then its shapes fixed. The result says
+        the last failure (and ``fix`` None) when no fix is left.
+
+        Examples
+        --------
+        >>> from explorer import load
+        >>> result = relax_import(load("zoo:custom_domain")).fixed()
+        >>> result.ok, "FusedMatMul" in result.source.summary().ops, len(result.applied)
+        (True, False, 1)
+        """
+        result = self
+        for _ in range(max_tries):
+            if result.ok or result.fix is None:
+                break
+            result = result.retry(input_shapes)
+        return result
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready facts (``onnx-explorer lower`` prints them).
@@ -119,7 +191,7 @@ class RelaxImport:
         --------
         >>> from explorer import load
         >>> sorted(relax_import(load("zoo:mlp")).to_dict())
-        ['bindings', 'elapsed_ms', 'failures', 'fix', 'ok']
+        ['applied', 'bindings', 'elapsed_ms', 'failures', 'fix', 'fix_pipeline', 'ok']
         """
         return {
             "ok": self.ok,
@@ -127,6 +199,10 @@ class RelaxImport:
             "elapsed_ms": round(self.elapsed * 1000, 3),
             "failures": [f.to_dict() for f in self.failures],
             "fix": self.fix,
+            "applied": list(self.applied),
+            "fix_pipeline": [item if isinstance(item, str) else item[0] for item in self.fix_pipeline]
+            if self.fix
+            else [],
         }
 
     def to_frame(self) -> pd.DataFrame:
@@ -183,8 +259,54 @@ def failed_import(out: Mapping[str, Any], graph: ModelGraph, shapes: Mapping[str
     'Loop'
     """
     failures = tuple(ImportFailure(f["node"], f["op_type"], f["reason"]) for f in out["failures"])
-    fix = None if out.get("missing") else FIX
-    return RelaxImport(False, None, "", failures, fix, 0.0, graph, dict(shapes) if shapes else None)
+    fix: str | None = FIX
+    pipeline: tuple[Any, ...] = ("onnxsim",)
+    if out.get("missing"):
+        rewrite = rewrite_fix(graph, failures)
+        fix, pipeline = rewrite if rewrite is not None else (None, ())
+    return RelaxImport(False, None, "", failures, fix, 0.0, graph, dict(shapes) if shapes else None, pipeline)
+
+
+def rewrite_fix(graph: ModelGraph, failures: Sequence[ImportFailure]) -> tuple[str, tuple[Any, ...]] | None:
+    """The rewrites that remove every operator the importer lacks, in words and as a pipeline; or None.
+
+    Model-local functions are inlined (``onnxscript:inline``), decomposable com.microsoft
+    ops written in standard ONNX (``explorer:decompose_contrib``, only those ops), loops
+    unrolled (``explorer:unroll_loops``); None when some failed operator is none of these.
+
+    Examples
+    --------
+    >>> from explorer import load
+    >>> graph = load("zoo:custom_domain")
+    >>> rewrite_fix(graph, [ImportFailure("/act/Swish", "Swish", "")])
+    ('inline the model-local functions (onnxscript:inline)', ('onnxscript:inline',))
+    >>> rewrite_fix(graph, [ImportFailure("", "Celu", "")]) is None
+    True
+    """
+    from ..passes.contrib_decompositions import CONTRIB_DOMAIN, DECOMPOSABLE
+
+    model = graph.model
+    nodes = {node.name: node for node in model.graph.node} if model is not None else {}
+    local = {f.domain for f in model.functions} if model is not None else set()
+    needed: dict[str, set[str]] = {}
+    for failure in failures:
+        node = nodes.get(failure.node)
+        domain = node.domain if node is not None else ""
+        if domain in local:
+            needed.setdefault("onnxscript:inline", set())
+        elif domain == CONTRIB_DOMAIN and failure.op_type in DECOMPOSABLE:
+            needed.setdefault("explorer:decompose_contrib", set()).add(failure.op_type)
+        elif failure.op_type == "Loop" and domain in ("", "ai.onnx"):
+            needed.setdefault("explorer:unroll_loops", set())
+        else:
+            return None
+    pipeline = tuple(
+        (name, {"ops": sorted(needed[name])}) if needed[name] else name
+        for name in REWRITE_FIXES
+        if name in needed
+    )
+    words = ", then ".join(f"{REWRITE_FIXES[name]} ({name})" for name in REWRITE_FIXES if name in needed)
+    return words, pipeline
 
 
 def relax_import(

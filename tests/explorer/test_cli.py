@@ -187,4 +187,12 @@ def test_lower_names_the_failing_ops_exits_3_and_simplify_fixes_it(
     assert json.loads(capsys.readouterr().out)["steps"][-1]["pass"] == "FuseTIR"
     assert main(["lower", "zoo:custom_domain", "--json"]) == 3
     failed = json.loads(capsys.readouterr().out)
-    assert {f["op_type"] for f in failed["failures"]} == {"FusedMatMul", "Swish"} and failed["fix"] is None
+    assert {f["op_type"] for f in failed["failures"]} == {"FusedMatMul", "Swish"}
+    assert failed["fix_pipeline"] == ["onnxscript:inline", "explorer:decompose_contrib"]
+    assert main(["lower", "zoo:control_flow"]) == 3
+    assert (
+        "fix: unroll the loops with a constant trip count (explorer:unroll_loops)" in capsys.readouterr().err
+    )
+    assert main(["lower", "zoo:control_flow", "--fix"]) == 0
+    out = capsys.readouterr().out
+    assert "fixed before the import: unroll the loops" in out and "FuseTIR" in out

@@ -7,7 +7,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from explorer import load, zoo
-from explorer.lower import FIX, relax_import
+from explorer.lower import FIX, REWRITE_FIXES, relax_import
 from explorer.runtimes.inputs import concrete_input_shapes
 
 
@@ -35,8 +35,11 @@ def _computed_reshape_model() -> object:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
-#: Zoo models TVM 0.27's importer cannot take, and the operators it has no converter for.
-IMPORTER_LACKS = {"control_flow": {"Loop"}, "custom_domain": {"FusedMatMul", "Swish"}}
+#: Zoo models with operators TVM 0.27's importer has no converter for, and the rewrites that remove them.
+IMPORTER_LACKS = {
+    "control_flow": ({"Loop"}, ["explorer:unroll_loops"]),
+    "custom_domain": ({"FusedMatMul", "Swish"}, ["onnxscript:inline", "explorer:decompose_contrib"]),
+}
 #: Zoo models that import only after the one-call fix (fixed shapes, onnxsim).
 NEED_THE_FIX = {"transformer"}
 
@@ -46,10 +49,14 @@ def test_every_zoo_model_imports_into_a_relax_graph_or_names_what_the_importer_l
     graph = load(f"zoo:{name}")
     result = relax_import(graph, concrete_input_shapes(graph.model))
     if name in IMPORTER_LACKS:
-        assert not result.ok and result.fix is None  # no shapes can help: the operator has no converter
-        assert {f.op_type for f in result.failures} == IMPORTER_LACKS[name]
+        lacks, rewrites = IMPORTER_LACKS[name]
+        assert not result.ok and {f.op_type for f in result.failures} == lacks
         assert all(graph.nx.has_node(f.node) for f in result.failures)  # named by their ONNX node ids
-        return
+        assert result.to_dict()["fix_pipeline"] == rewrites  # no shapes can help: rewrites remove the ops
+        assert result.fix == ", then ".join(f"{REWRITE_FIXES[r]} ({r})" for r in rewrites)
+        result = result.retry()
+        assert result.ok, result.failures
+        assert not lacks & set(result.source.summary().ops)  # its source is the rewritten ONNX graph
     assert result.ok == (name not in NEED_THE_FIX), result.failures
     if not result.ok:
         assert result.fix == FIX and graph.nx.has_node(result.failures[0].node)
@@ -77,21 +84,25 @@ def test_resnet18_keeps_its_convolutions_and_weights() -> None:
     assert tensors and all(d["shape"] is not None for d in tensors)  # static shapes (batch_norm gives tuples)
 
 
-def test_an_operator_the_importer_lacks_is_named_on_its_node() -> None:
+def _celu_model() -> object:
+    """Relu then Celu, an operator the importer lacks and no rewrite removes."""
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
     nodes = [
         helper.make_node("Relu", ["x"], ["h"], name="/relu"),
         helper.make_node("Celu", ["h"], ["y"], name="/celu"),
     ]
-    model = helper.make_model(
+    return helper.make_model(
         helper.make_graph(nodes, "g", [x], [y]), opset_imports=[helper.make_opsetid("", 17)]
     )
-    result = relax_import(load(model))
+
+
+def test_an_operator_the_importer_lacks_is_named_on_its_node() -> None:
+    result = relax_import(load(_celu_model()))
     assert not result.ok and result.graph is None
     assert [(f.node, f.op_type) for f in result.failures] == [("/celu", "Celu")]
     assert "not an operator" in result.failures[0].reason and result.to_frame().shape == (1, 3)
-    assert result.fix is None
+    assert result.fix is None and result.to_dict()["fix_pipeline"] == [] and result.fixed() is result
 
 
 def test_a_computed_reshape_fails_on_its_node_and_the_one_call_fix_imports_it() -> None:

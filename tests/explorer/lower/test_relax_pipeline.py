@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from explorer import load
+from explorer import load, zoo
 from explorer.layout import layered
-from explorer.lower import ZERO_PIPELINE, RelaxImportFailed, lowering_counts, relax_pipeline
+from explorer.lower import ZERO_PIPELINE, RelaxImportFailed, lowering_counts, relax_import, relax_pipeline
+from explorer.runtimes.inputs import concrete_input_shapes
 
 
 def _conv_add_relu() -> object:
@@ -53,6 +54,20 @@ def test_a_snapshot_per_module_level_pass_and_the_known_fusion() -> None:
 
     assert category_of(final.nx.nodes[next(iter(final.op_nodes()))]) == "conv"  # drawn as a convolution
     assert {category_of(d) for _, d in members.items()} == {"conv", "math", "activation"}
+
+
+@pytest.mark.parametrize("name", [n for n in zoo.names() if n != "resnet18"])  # resnet18: the next test
+def test_every_zoo_model_lowers_with_a_snapshot_per_pass_after_the_import_fixes(name: str) -> None:
+    graph = load(f"zoo:{name}")
+    imported = relax_import(graph, concrete_input_shapes(graph.model)).fixed()
+    timeline = relax_pipeline(imported.source, imported.input_shapes)
+    assert [s.name for s in timeline.snapshots] == ["relax import", *ZERO_PIPELINE]
+    assert all(s.error is None for s in timeline.snapshots)
+    counts = [lowering_counts(s.graph) for s in timeline.snapshots[1:]]
+    assert (
+        counts[-1]["kernels"] <= counts[0]["kernels"]
+        and counts[-1]["intermediates"] <= counts[0]["intermediates"]
+    )
 
 
 def test_every_step_of_resnet18_lowers_and_counts_shrink() -> None:
