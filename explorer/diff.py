@@ -62,7 +62,8 @@ class NodeChange:
     op_type : str
         The op (the same on both sides).
     what : tuple of str
-        Which aspects changed: ``"attributes"``, ``"weights"``, ``"inputs"``.
+        Which aspects changed: ``"attributes"``, ``"weights"``, ``"inputs"``, and for IRs whose
+        scopes are functions (Relax), ``"group"``: the fused function the node belongs to.
     """
 
     before: str
@@ -333,6 +334,7 @@ class _Side:
     named: set[str]
     successors: dict[str, list[str]]
     predecessors: dict[str, list[str]]
+    groups: dict[str, tuple[str, ...]]
 
 
 def _side(graph: ModelGraph) -> _Side:
@@ -351,10 +353,14 @@ def _build_side(graph: ModelGraph) -> _Side:
     inputs: dict[str, tuple[str, ...]] = {}
     producer_of: dict[str, str] = {}
     named: set[str] = set()
+    groups: dict[str, tuple[str, ...]] = {}
+    functions_are_scopes = graph.ir != "onnx"  # an ONNX scope is read from the name (renames cover it)
     for node, data in nx_graph.nodes(data=True):
         if data["kind"] != "op":
             continue
         ops.append(node)
+        if functions_are_scopes:
+            groups[node] = tuple(data["scope"])
         op_type[node] = data["op_type"] if not data["domain"] else f"{data['domain']}::{data['op_type']}"
         attrs[node] = repr(sorted(data["attributes"].items()))
         weight_names = {w.name for w in data["weights"]}
@@ -381,7 +387,9 @@ def _build_side(graph: ModelGraph) -> _Side:
             if src is not None and src != node:
                 successors[src].append(node)
                 predecessors[node].append(src)
-    return _Side(ops, op_type, attrs, weights, producers, outputs, inputs, named, successors, predecessors)
+    return _Side(
+        ops, op_type, attrs, weights, producers, outputs, inputs, named, successors, predecessors, groups
+    )
 
 
 class _Matcher:
@@ -478,6 +486,8 @@ def _base_changes(a: _Side, b: _Side, x: str, y: str) -> list[str]:
         what.append("attributes")
     if tuple(w for w in a.weights[x] if w) != tuple(w for w in b.weights[y] if w):
         what.append("weights")
+    if a.groups.get(x, ()) != b.groups.get(y, ()):
+        what.append("group")
     return what
 
 

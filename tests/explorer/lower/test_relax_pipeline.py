@@ -49,6 +49,9 @@ def test_a_snapshot_per_module_level_pass_and_the_known_fusion() -> None:
     assert lowering_counts(legal) == {"kernels": 3, "intermediates": 2}
     assert lowering_counts(final) == {"kernels": 1, "intermediates": 0}
     assert "PrimFuncs 3 -> 1" in by_name["FuseTIR"].log[0]
+    grouped = timeline.diff(4)  # FuseOps moves bindings into a function: a change of group, drawn as such
+    assert sorted(c.op_type for c in grouped.changed) == ["add", "conv2d", "relu"]
+    assert all(c.what == ("group",) for c in grouped.changed) and not grouped.added and not grouped.removed
     assert timeline.diff(5).op_deltas == {"add": -1, "conv2d": -1, "fused_conv2d_add_relu": 1, "relu": -1}
     from explorer.op_categories import category_of
 
