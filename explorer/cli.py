@@ -136,10 +136,11 @@ def build_parser() -> argparse.ArgumentParser:
     lower = commands.add_parser(
         "lower",
         help="lower a model through TVM Relax pass by pass: bindings, PrimFuncs and fused functions per step",
-        description="Import into TVM Relax and run its passes one at a time (by default the zero pipeline: "
-        "LegalizeOps, AnnotateTIROpPattern, FoldConstant, FuseOps, FuseTIR). Per step: changed?, time, "
-        "Relax bindings, PrimFuncs, fused functions. A model that does not import: the failing ops with "
-        f"reasons, exit code {EXIT_NOT_IMPORTED}.",
+        description="Import into TVM Relax and run its passes one at a time (by default what tvm.compile "
+        "runs for the CPU: library dispatch, LegalizeOps, AnnotateTIROpPattern, FoldConstant, FuseOps, "
+        "FuseTIR, the dataflow lowering, memory planning and VM finalization). Per step: changed?, time, "
+        "Relax bindings, PrimFuncs, fused functions, kernels, intermediate tensors, storages. A model "
+        f"that does not import: the failing ops with reasons, exit code {EXIT_NOT_IMPORTED}.",
     )
     lower.add_argument("model", metavar="MODEL", help="an .onnx file, or zoo:NAME")
     lower.add_argument(
@@ -154,7 +155,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="when the import fails, apply the fix it offers (rewrites into standard ONNX, or fixed shapes "
         "and onnxsim) until it imports",
     )
-    lower.add_argument("--passes", help="comma-separated relax.transform passes (default: the zero pipeline)")
+    lower.add_argument(
+        "--passes",
+        help="a pipeline (default: what tvm.compile runs for llvm; zero: LegalizeOps .. FuseTIR) or "
+        "comma-separated relax.transform passes",
+    )
     lower.add_argument("--json", action="store_true", help="print one JSON object")
     lower.set_defaults(handler=_lower)
 
@@ -270,8 +275,9 @@ def _timeline_text(timeline: Any) -> str:
 
 
 def _lower(args: argparse.Namespace) -> int:
-    from .lower import FIX, ZERO_PIPELINE, RelaxImportFailed, relax_pipeline
+    from .lower import FIX, PIPELINES, RelaxImportFailed, relax_pipeline
     from .runtimes.inputs import concrete_input_shapes
+    from .tensors import format_bytes
     from .timeline import run_pipeline
 
     graph = load(args.model)
@@ -282,7 +288,10 @@ def _lower(args: argparse.Namespace) -> int:
         if simplified[1].error:
             raise ExplorerError(f"{args.model}: onnxsim failed before the import: {simplified[1].error}")
         graph = simplified[1].graph
-    passes = [p.strip() for p in args.passes.split(",") if p.strip()] if args.passes else list(ZERO_PIPELINE)
+    passes: str | list[str] = "default"
+    if args.passes:
+        names = [p.strip() for p in args.passes.split(",") if p.strip()]
+        passes = names[0] if len(names) == 1 and names[0] in PIPELINES else names
     applied: tuple[str, ...] = ()
     try:
         try:
@@ -312,7 +321,17 @@ def _lower(args: argparse.Namespace) -> int:
             "elapsed_ms": round(snap.elapsed * 1000, 3),
             **{
                 key: snap.metrics.get(key)
-                for key in ("bindings", "prim_funcs", "fused", "kernels", "intermediates")
+                for key in (
+                    "bindings",
+                    "prim_funcs",
+                    "fused",
+                    "kernels",
+                    "intermediates",
+                    "tensor_allocations",
+                    "tensor_bytes",
+                    "storages",
+                    "storage_bytes",
+                )
             },
             "log": list(snap.log),
         }
@@ -330,13 +349,14 @@ def _lower(args: argparse.Namespace) -> int:
         print(f"fixed before the import: {fix}")
     print(
         f"{'#':>2}  {'pass':<22} {'changed':<7} {'ms':>9} {'bindings':>8} {'prim_funcs':>10} {'fused':>5}"
-        f" {'kernels':>7} {'intermediates':>13}"
+        f" {'kernels':>7} {'intermediates':>13} {'storages':>8} {'storage':>10}"
     )
     for index, row in enumerate(rows[1:], start=1):
         print(
             f"{index:>2}  {row['pass']:<22} {'yes' if row['changed'] else 'no':<7} {row['elapsed_ms']:>9.1f} "
             f"{row['bindings']:>8} {row['prim_funcs']:>10} {row['fused']:>5} {row['kernels']:>7} "
-            f"{row['intermediates']:>13}"
+            f"{row['intermediates']:>13} {row['storages']:>8} "
+            f"{format_bytes(row['storage_bytes']) if row['storage_bytes'] else '':>10}"
         )
     return 0
 

@@ -85,7 +85,7 @@ class OpCategories:
         Attribute name -> the shorter name a box shows (``kernel_shape`` -> ``kernel``).
     other_ir_ops : dict
         IR (``"relax"``) -> its op name (``nn.conv2d`` read as ``conv2d``) -> the ONNX op whose
-        category it takes.
+        category it takes, or a category id where no ONNX op stands for it (``memory``).
     """
 
     categories: dict[str, Category]
@@ -169,6 +169,8 @@ def category_of(data: dict[str, Any]) -> str:
     'conv'
     >>> category_of({"kind": "op", "op": "relax.call_tir", "op_type": "batch_norm3", "domain": ""})
     'normalization'
+    >>> category_of({"kind": "op", "op": "relax.memory.alloc_storage", "op_type": "memory.alloc_storage"})
+    'memory'
     """
     kind = data.get("kind", "op")
     if kind != "op":
@@ -183,6 +185,8 @@ def category_of(data: dict[str, Any]) -> str:
         onnx_op = _alias(op_type, aliases)
         if onnx_op is not None and onnx_op in _TABLES.ops:
             return _TABLES.ops[onnx_op]
+        if onnx_op is not None and onnx_op in _TABLES.categories:  # no ONNX op stands for it
+            return onnx_op
     return "other" if (data.get("domain") or "") in _TABLES.standard_domains else "custom"
 
 

@@ -240,6 +240,27 @@ class Timeline:
     def __getitem__(self, index: int) -> Snapshot:
         return self.snapshots[index]
 
+    def index(self, name: str) -> int:
+        """The index of the first snapshot named ``name`` (a pass), so notebooks need not count steps.
+
+        Raises
+        ------
+        KeyError
+            No snapshot has that name (the message lists the names).
+
+        Examples
+        --------
+        >>> from explorer.timeline import run_pipeline
+        >>> timeline = run_pipeline("zoo:mlp", "eliminate_identity,eliminate_deadend", verify=False)
+        >>> timeline.index("eliminate_deadend")
+        2
+        """
+        for snapshot in self.snapshots:
+            if snapshot.name == name:
+                return snapshot.index
+        names = ", ".join(s.name for s in self.snapshots)
+        raise KeyError(f"no step named {name!r}; the steps are: {names}")
+
     def steps(self, hide_unchanged: bool = False) -> list[int]:
         """Indices of the steps to show; with ``hide_unchanged``, steps that changed nothing are left out.
 

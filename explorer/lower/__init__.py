@@ -12,7 +12,14 @@ from __future__ import annotations
 
 from .relax_build import RelaxBuild, relax_build
 from .relax_import import FIX, REWRITE_FIXES, ImportFailure, RelaxImport, relax_graph, relax_import
-from .relax_pipeline import ZERO_PIPELINE, RelaxImportFailed, lowering_counts, relax_pipeline
+from .relax_pipeline import (
+    PIPELINES,
+    ZERO_PIPELINE,
+    RelaxImportFailed,
+    is_kernel,
+    lowering_counts,
+    relax_pipeline,
+)
 from .tir import LoopStats, LoweringTimeline, loop_stats, tir_diff
 
 __all__ = [
@@ -25,6 +32,8 @@ __all__ = [
     "RelaxImport",
     "RelaxImportFailed",
     "ZERO_PIPELINE",
+    "PIPELINES",
+    "is_kernel",
     "loop_stats",
     "lowering_counts",
     "relax_build",

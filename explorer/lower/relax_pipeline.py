@@ -1,17 +1,21 @@
 """Watch a model lower through TVM Relax: one snapshot after each module-level pass, as a Timeline.
 
 :func:`relax_pipeline` imports the ONNX graph into Relax and runs Relax passes one at a
-time in the worker (by default the ``zero`` pipeline: LegalizeOps, AnnotateTIROpPattern,
-FoldConstant, FuseOps, FuseTIR), capturing the module after each. The passes each step
-runs inside (FoldConstant compiles small TIR modules, dozens of TIR passes each) are
-counted on that step, not shown as steps. Each snapshot is the Relax ``main`` function as
-a graph: after FuseOps a fused function is a group of its members (scope = the function),
-after FuseTIR one kernel. The same stepper that steps ONNX passes steps this.
+time in the worker, capturing the module after each. By default that is what ``tvm.compile``
+runs for the target: library dispatch, then LegalizeOps, AnnotateTIROpPattern, FoldConstant,
+FuseOps and FuseTIR (the ``zero`` pipeline), then the dataflow lowering (CallTIRRewrite makes
+every kernel write into an explicitly allocated tensor) and memory planning
+(StaticPlanBlockMemory places those tensors in a few reused storages) and the VM
+finalization. The passes each step runs inside (FoldConstant compiles small TIR modules,
+dozens of TIR passes each) are counted on that step, not shown as steps. Each snapshot is
+the Relax ``main`` function as a graph: after FuseOps a fused function is a group of its
+members (scope = the function), after FuseTIR one kernel. The same stepper that steps ONNX
+passes steps this.
 
 Examples
 --------
 >>> from explorer import load
->>> timeline = relax_pipeline(load("zoo:mlp"), {"input": [1, 1, 28, 28]})
+>>> timeline = relax_pipeline(load("zoo:mlp"), {"input": [1, 1, 28, 28]}, "zero")
 >>> [s.name for s in timeline.snapshots]
 ['relax import', 'LegalizeOps', 'AnnotateTIROpPattern', 'FoldConstant', 'FuseOps', 'FuseTIR']
 """
@@ -26,12 +30,21 @@ from .. import worker
 from ..errors import ExplorerError
 from ..graph import ModelGraph
 from ..model_files import worker_source
+from ..tensors import format_bytes
 from ..timeline import Snapshot
 from .relax_import import RelaxImport, failed_import, relax_graph, shape_dict
-from .relax_steps import ZERO_PIPELINE, lower_relax
+from .relax_steps import ALLOC_TENSOR, PIPELINES, ZERO_PIPELINE, lower_relax
 from .tir import LoweringTimeline
 
-__all__ = ["ZERO_PIPELINE", "RelaxImportFailed", "relax_pipeline", "lowering_counts", "PASS_NOTES"]
+__all__ = [
+    "ZERO_PIPELINE",
+    "PIPELINES",
+    "RelaxImportFailed",
+    "relax_pipeline",
+    "lowering_counts",
+    "is_kernel",
+    "PASS_NOTES",
+]
 
 PASS_NOTES = {
     "LegalizeOps": "Replaces each high-level Relax operator by a call_tir of a TIR PrimFunc computing it.",
@@ -41,6 +54,30 @@ PASS_NOTES = {
     "FuseOps": "Groups operators that can run as one kernel into fused Relax functions (a conv2d and the "
     "elementwise ops after it, for instance): fewer kernel launches and intermediate tensors.",
     "FuseTIR": "Merges each fused group's PrimFuncs into a single PrimFunc: one kernel per group.",
+    "DispatchSampling": "Replaces sampling operators (multinomial sampling) by the target's kernels; most "
+    "vision and encoder models have none.",
+    "DispatchSortScan": "Replaces sort, argsort, top-k and cumulative sums by the target's library kernels "
+    "(or TIR written for it).",
+    "RewriteDataflowReshape": "Turns reshape kernels back into relax.reshape: a reshape needs no copy, the "
+    "runtime makes a view of the same memory.",
+    "ToNonDataflow": "Ends the dataflow blocks (side-effect-free regions): what follows may allocate and "
+    "free memory.",
+    "RemovePurityChecking": "Marks the functions as no longer checked for purity (the next passes add "
+    "allocations, which have effects).",
+    "CallTIRRewrite": "Destination-passing style: each call_tir becomes an allocation of its output tensor "
+    "and a call of the PrimFunc that writes into it; memory is now explicit in the graph.",
+    "StaticPlanBlockMemory": "Plans memory at compile time: tensors whose lifetimes do not overlap share a "
+    "storage, so a few storages hold every intermediate tensor.",
+    "LowerAllocTensor": "Writes the remaining tensor allocations (the outputs) as a storage plus a tensor "
+    "in it.",
+    "KillAfterLastUse": "Frees each tensor and storage right after its last use (kill_tensor, kill_storage).",
+    "LowerRuntimeBuiltin": "Replaces the memory operators and builtins by calls of the Relax virtual "
+    "machine's runtime functions (vm.alloc_storage, vm.builtin.reshape, ...).",
+    "ComputePrimValue": "Computes scalar (PrimValue) expressions with small PrimFuncs; static models "
+    "have none.",
+    "VMShapeLower": "Lowers shape handling to the VM: input shapes and types are checked "
+    "(check_tensor_info, match_shape) before the kernels run.",
+    "AttachGlobalSymbol": "Gives every function the symbol name the compiled library exports it under.",
 }
 """What each module-level pass does, for learners (passes not listed get a generic line)."""
 
@@ -69,40 +106,80 @@ _IMPORT_STEP = _Step(
 )
 
 
-#: Bindings that only take tuples apart or put them together: no kernel runs for them.
-_NOT_KERNELS = frozenset({"relax.TupleGetItem", "relax.Tuple"})
+#: Bindings no kernel runs for: tuples taken apart or put together, aliases, views (reshape
+#: needs no copy), memory allocation and freeing, the VM's shape checks.
+_NOT_KERNELS = frozenset(
+    {"relax.TupleGetItem", "relax.Tuple", "relax.alias", "relax.reshape", "relax.null_value"}
+)
+_NOT_KERNEL_PREFIXES = ("relax.memory.", "relax.vm.", "relax.builtin.", "relax.extern.vm.builtin.")
+
+
+def is_kernel(data: Mapping[str, Any]) -> bool:
+    """Whether a Relax graph node runs a kernel (an operator, a PrimFunc call, a library call),
+    not bookkeeping (tuples, aliases, reshape views, memory, shape checks).
+
+    Examples
+    --------
+    >>> is_kernel({"kind": "op", "op": "relax.call_tir"}), is_kernel({"kind": "op", "op": "relax.alias"})
+    (True, False)
+    """
+    op = str(data.get("op") or "")
+    return data.get("kind") == "op" and op not in _NOT_KERNELS and not op.startswith(_NOT_KERNEL_PREFIXES)
 
 
 def lowering_counts(graph: ModelGraph) -> dict[str, int]:
-    """Kernels (operator nodes outside fused groups, plus one per fused group; tuple bindings
-    are none) and intermediate tensors (edges between operators) of a Relax graph: what fusion
-    is for, counted.
+    """Kernels and intermediate tensors of a Relax graph: what fusion is for, counted.
+
+    Kernels are the nodes that run one (:func:`is_kernel`), a fused group counting once.
+    An intermediate tensor is one a kernel writes and another reads: before CallTIRRewrite a
+    kernel whose result another kernel reads (through bookkeeping such as tuples), after it
+    a tensor allocation that its writer and a reader both use.
 
     Examples
     --------
     >>> from explorer import load
     >>> from explorer.lower import relax_import
-    >>> lowering_counts(relax_import(load("zoo:mlp"), {"input": [1, 1, 28, 28]}).graph)["kernels"]
-    12
+    >>> lowering_counts(relax_import(load("zoo:mlp"), {"input": [1, 1, 28, 28]}).graph)
+    {'kernels': 11, 'intermediates': 10}
     """
-    nodes = graph.nx.nodes
-    ops = [n for n, d in nodes(data=True) if d["kind"] == "op" and d["op"] not in _NOT_KERNELS]
-    groups = {nodes[n]["scope"][0] for n in ops if nodes[n]["scope"]}
-    kernels = sum(1 for n in ops if not nodes[n]["scope"]) + len(groups)
-    intermediates = sum(
-        1 for u, v in graph.nx.edges() if nodes[u]["kind"] == "op" and nodes[v]["kind"] == "op"
+    nx_graph = graph.nx
+    nodes = nx_graph.nodes
+    kernels = {n for n, d in nodes(data=True) if is_kernel(d)}
+    groups = {nodes[n]["scope"][0] for n in kernels if nodes[n]["scope"]}
+    count = sum(1 for n in kernels if not nodes[n]["scope"]) + len(groups)
+
+    def kernels_reached(start: str) -> set[str]:
+        found: set[str] = set()
+        stack, seen = list(nx_graph.successors(start)), {start}
+        while stack:
+            node = stack.pop()
+            if node in seen:
+                continue
+            seen.add(node)
+            if node in kernels:
+                found.add(node)
+            elif nodes[node]["kind"] == "op":  # bookkeeping passes the tensor on
+                stack.extend(nx_graph.successors(node))
+        return found
+
+    intermediates = sum(1 for n in kernels if kernels_reached(n) - {n})
+    intermediates += sum(
+        1
+        for n, d in nodes(data=True)
+        if d["kind"] == "op" and d["op"] in ALLOC_TENSOR and len(kernels_reached(n)) >= 2
     )
-    return {"kernels": kernels, "intermediates": intermediates}
+    return {"kernels": count, "intermediates": intermediates}
 
 
 def relax_pipeline(
     graph: ModelGraph,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
-    passes: Sequence[str] = ZERO_PIPELINE,
+    pipeline: str | Sequence[str] = "default",
     *,
+    target: str = "llvm",
     timeout: float | None = None,
 ) -> LoweringTimeline:
-    """Import ``graph`` into Relax and run ``passes`` one by one, a snapshot after each.
+    """Import ``graph`` into Relax and run a pipeline's passes one by one, a snapshot after each.
 
     Parameters
     ----------
@@ -110,8 +187,13 @@ def relax_pipeline(
         A top-level ONNX graph.
     input_shapes : mapping, optional
         Static input shapes for the importer.
-    passes : sequence of str
-        Module-level passes of ``tvm.relax.transform`` by name; by default :data:`ZERO_PIPELINE`.
+    pipeline : {"default", "zero"} or sequence of str
+        ``"default"``: what ``tvm.compile`` runs for ``target``, pass by pass (library
+        dispatch, legalization and fusion, dataflow lowering, memory planning, VM
+        finalization); ``"zero"``: :data:`ZERO_PIPELINE`; or module-level passes of
+        ``tvm.relax.transform`` by name.
+    target : str
+        The target the passes run for (``"llvm"``, the CPU).
     timeout : float, optional
         Seconds the worker may take.
 
@@ -120,8 +202,9 @@ def relax_pipeline(
     LoweringTimeline
         Snapshot 0 is the imported module; each later one the module after a pass, with its
         time, whether it changed the module, its nested passes, and the counts of bindings,
-        PrimFuncs, fused functions, kernels and intermediate tensors in its log and
-        ``metrics``; ``tir[i]`` holds every PrimFunc's TVMScript after step ``i``.
+        PrimFuncs, fused functions, kernels, intermediate tensors, tensor allocations,
+        storages and their bytes in its log and ``metrics``; ``tir[i]`` holds every
+        PrimFunc's TVMScript after step ``i``.
 
     Raises
     ------
@@ -131,15 +214,24 @@ def relax_pipeline(
     Examples
     --------
     >>> from explorer import load
-    >>> t = relax_pipeline(load("zoo:mlp"), {"input": [1, 1, 28, 28]}, passes=["LegalizeOps"])
+    >>> t = relax_pipeline(load("zoo:mlp"), {"input": [1, 1, 28, 28]}, ["LegalizeOps"])
     >>> t[1].changed, t[1].graph.ir
     (True, 'relax')
+    >>> planned = relax_pipeline(load("zoo:mlp"), {"input": [1, 1, 28, 28]})
+    >>> step = planned[planned.index("StaticPlanBlockMemory")]
+    >>> step.metrics["storages"] < step.metrics["tensor_allocations"]
+    True
     """
     if graph.model is None:
         raise ValueError("relax_pipeline needs a top-level ONNX graph (one with a ModelProto)")
     shapes = shape_dict(input_shapes)
+    if isinstance(pipeline, str) and pipeline not in PIPELINES:
+        raise ValueError(
+            f"no pipeline {pipeline!r}: the pipelines are {', '.join(PIPELINES)}, or a list of passes"
+        )
+    passes = pipeline if isinstance(pipeline, str) else list(pipeline)
     out: dict[str, Any] = worker.run_on_model(
-        lower_relax, worker_source(graph), shapes, list(passes), step="Relax lowering", timeout=timeout
+        lower_relax, worker_source(graph), shapes, passes, target, step="Relax lowering", timeout=timeout
     )
     if not out["ok"]:
         raise RelaxImportFailed(failed_import(out, graph, shapes))
@@ -214,14 +306,27 @@ _COUNT_NAMES = (
     ("fused", "fused functions"),
     ("kernels", "kernels"),
     ("intermediates", "intermediate tensors"),
+    ("tensor_allocations", "tensor allocations"),
+    ("tensor_bytes", "tensor bytes"),
+    ("storages", "storages"),
+    ("storage_bytes", "storage bytes"),
 )
 
 
+_MEMORY_COUNTS = frozenset({"tensor_allocations", "tensor_bytes", "storages", "storage_bytes"})
+"""Counts shown only once memory is explicit (from CallTIRRewrite on)."""
+
+
 def _counts_line(counts: Mapping[str, int], before: Mapping[str, int] | None = None) -> str:
+    def spell(key: str, value: int | None) -> str:
+        return format_bytes(value) if key.endswith("_bytes") and value is not None else str(value)
+
     parts = []
     for key, label in _COUNT_NAMES:
+        if key in _MEMORY_COUNTS and not counts.get(key) and not (before or {}).get(key):
+            continue
         if before is not None and before.get(key) != counts[key]:
-            parts.append(f"{label} {before.get(key)} -> {counts[key]}")
+            parts.append(f"{label} {spell(key, before.get(key))} -> {spell(key, counts[key])}")
         else:
-            parts.append(f"{label} {counts[key]}")
+            parts.append(f"{label} {spell(key, counts[key])}")
     return ", ".join(parts)

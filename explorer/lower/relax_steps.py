@@ -37,6 +37,9 @@ __all__ = [
     "module_counts",
     "IMPORTER",
     "ZERO_PIPELINE",
+    "PIPELINES",
+    "ALLOC_TENSOR",
+    "pipeline_passes",
 ]
 
 IMPORTER = "TVM's Relax ONNX importer (tvm.relax.frontend.onnx.from_onnx)"
@@ -46,6 +49,11 @@ _HANDLED_OUTSIDE_THE_MAP = {"If", "Constant"}
 
 ZERO_PIPELINE = ("LegalizeOps", "AnnotateTIROpPattern", "FoldConstant", "FuseOps", "FuseTIR")
 """The module-level passes of TVM's ``zero`` pipeline (``relax.get_pipeline("zero")``), in order."""
+
+PIPELINES = ("default", "zero")
+"""Named pipelines: ``default`` is what ``tvm.compile`` runs for the target (library dispatch,
+legalization and fusion, dataflow lowering, memory planning and VM finalization); ``zero`` is
+:data:`ZERO_PIPELINE`."""
 
 
 def import_relax(path: str, input_shapes: Mapping[str, Sequence[int]] | None = None) -> dict[str, Any]:
@@ -157,10 +165,67 @@ def _import_module(path: str, input_shapes: Mapping[str, Sequence[int]] | None) 
     return {"ok": True, "module": mod, "model": model, "importer": importer_used, "elapsed": elapsed}
 
 
+_BACKENDS = {"llvm": "cpu_generic", "cuda": "cuda", "rocm": "rocm"}
+"""Target kind -> the ``tvm.relax.backend`` package whose pipeline it uses (other GPUs: gpu_generic)."""
+
+
+def pipeline_passes(pipeline: str | Sequence[str], target: Any) -> list[Any]:
+    """The module-level passes of ``pipeline`` for ``target`` (a ``tvm.target.Target``), as pass objects.
+
+    ``"default"`` is TVM's default build pipeline for the target's backend, pass by pass
+    (``relax.pipeline``'s library dispatch, legalize, dataflow lower and finalize passes:
+    what ``tvm.compile`` runs); ``"zero"`` is :data:`ZERO_PIPELINE`; a sequence names passes
+    of ``relax.transform`` (or ``relax.backend``). Runs where TVM is (the worker).
+
+    Raises
+    ------
+    ValueError
+        A name that is neither a pipeline nor a pass (the message lists the pipelines).
+
+    Examples
+    --------
+    >>> pipeline_passes.__name__
+    'pipeline_passes'
+    """
+    import importlib
+
+    import tvm
+    from tvm import relax
+
+    if isinstance(pipeline, str):
+        if pipeline == "default":
+            # the backend's own pipeline module: TVM 0.27's relax.pipeline.dataflow_lower_passes
+            # asks the cpu_generic package for a function only its pipeline module exports
+            backend = _BACKENDS.get(target.kind.name, "gpu_generic")
+            stages = importlib.import_module(f"tvm.relax.backend.{backend}.pipeline")
+            return [
+                *stages.library_dispatch_passes(target),
+                *stages.legalize_passes(target),
+                *stages.dataflow_lower_passes(target),
+                *stages.finalize_passes(target),
+            ]
+        if pipeline != "zero":
+            raise ValueError(
+                f"no pipeline {pipeline!r}: the pipelines are {', '.join(PIPELINES)}, or a list of passes"
+            )
+        pipeline = ZERO_PIPELINE
+    passes = []
+    for name in pipeline:
+        factory = getattr(relax.transform, name, None) or getattr(relax.backend, name, None)
+        if factory is None:
+            raise ValueError(f"relax.transform has no pass {name!r} in TVM {tvm.__version__}")
+        passes.append(factory())
+    return passes
+
+
 def lower_relax(
-    path: str, input_shapes: Mapping[str, Sequence[int]] | None, passes: Sequence[str]
+    path: str,
+    input_shapes: Mapping[str, Sequence[int]] | None,
+    passes: str | Sequence[str] = "default",
+    target: str = "llvm",
 ) -> dict[str, Any]:
-    """Import ``path`` and run the module-level Relax ``passes`` one by one, capturing the module after each.
+    """Import ``path`` and run the module-level Relax passes of a pipeline one by one, capturing the
+    module after each (``passes``: see :func:`pipeline_passes`; each runs within ``target``).
 
     Every step runs under a ``PassContext`` whose instrument counts the passes it ran inside
     (FoldConstant compiles small TIR modules, with dozens of TIR passes each): those are
@@ -186,7 +251,6 @@ def lower_relax(
     """
     import tvm
     import tvm_ffi
-    from tvm import relax
 
     imported = _import_module(path, input_shapes)
     if not imported["ok"]:
@@ -200,14 +264,13 @@ def lower_relax(
         tvm=tvm.__version__,
     )
     steps = []
-    for name in passes:
-        factory = getattr(relax.transform, name, None)
-        if factory is None:
-            raise ValueError(f"relax.transform has no pass {name!r} in TVM {tvm.__version__}")
+    built_for = _target(target)
+    for step in pipeline_passes(passes, built_for):
+        name = step.info.name
         counter = _PassNames()
         started = time.perf_counter()
-        with tvm.transform.PassContext(opt_level=3, instruments=[counter.instrument()]):
-            after = factory()(mod)
+        with built_for, tvm.transform.PassContext(opt_level=3, instruments=[counter.instrument()]):
+            after = step(mod)
         elapsed = time.perf_counter() - started
         changed = not tvm_ffi.structural_equal(mod, after)
         mod = after
@@ -452,12 +515,15 @@ def _prim_func(value: Any) -> str | None:
 
 
 def _operands(value: Any) -> list[Any]:
-    """What a binding reads: a tuple part's tuple, a ``call_tir``'s arguments (not its PrimFunc),
-    any other call's arguments."""
+    """What a binding reads: a tuple part's tuple, an alias's variable, a ``call_tir``'s arguments
+    (not its PrimFunc), any other call's arguments (a direct PrimFunc call's include the tensor
+    it writes)."""
     from tvm import relax
 
     if isinstance(value, relax.TupleGetItem):
         return [value.tuple_value]
+    if isinstance(value, relax.Var):  # an alias reads the variable it names
+        return [value]
     args = list(getattr(value, "args", ()))
     if _prim_func(value) is not None:
         fields = getattr(args[1], "fields", None) if len(args) > 1 else None
@@ -465,10 +531,22 @@ def _operands(value: Any) -> list[Any]:
     return args
 
 
+_CALL_PRIM_FUNC = "relax.call_prim_func"
+"""The op of a direct call of a PrimFunc (destination-passing style, after CallTIRRewrite)."""
+
+
 def _op_name(value: Any) -> str:
+    """A binding's op: a Relax operator's name, a called function's name, ``relax.extern.SYMBOL``
+    for a packed function of the runtime (``vm.builtin.reshape``), ``relax.alias`` for ``y = x``."""
+    from tvm import relax
+
     op = getattr(value, "op", None)
+    if isinstance(op, relax.ExternFunc):
+        return f"relax.extern.{op.global_symbol}"
     if op is not None:
         return str(getattr(op, "name", None) or getattr(op, "name_hint", None) or op)
+    if isinstance(value, relax.Var):
+        return "relax.alias"
     return f"relax.{type(value).__name__}"
 
 
@@ -537,8 +615,53 @@ def module_counts(mod: Any) -> dict[str, int]:
         or (not isinstance(f, relax.Function) and gv.name_hint.startswith("fused_"))
     ]
     main = mod["main"]
-    bindings = sum(len(block.bindings) for block in main.body.blocks)
-    return {"bindings": bindings, "prim_funcs": len(prim), "fused": len(fused)}
+    bindings = [b for block in main.body.blocks for b in block.bindings]
+    storages = [b.value for b in bindings if _op_name(b.value) in _ALLOC_STORAGE]
+    tensors = [b.value for b in bindings if _op_name(b.value) in ALLOC_TENSOR]
+    return {
+        "bindings": len(bindings),
+        "prim_funcs": len(prim),
+        "fused": len(fused),
+        "tensor_allocations": len(tensors),
+        "tensor_bytes": sum(_tensor_bytes(call) for call in tensors),
+        "storages": len(storages),
+        "storage_bytes": sum(_storage_bytes(call) for call in storages),
+    }
+
+
+_ALLOC_STORAGE = frozenset({"relax.memory.alloc_storage", "relax.vm.alloc_storage"})
+"""The ops that allocate a storage (a buffer tensors are placed in), before and after VM lowering."""
+
+ALLOC_TENSOR = frozenset({"relax.builtin.alloc_tensor", "relax.memory.alloc_tensor", "relax.vm.alloc_tensor"})
+"""The ops that allocate a tensor a kernel writes (after CallTIRRewrite), as the graph names them."""
+
+
+def _storage_bytes(call: Any) -> int:
+    """The bytes an ``alloc_storage`` allocates (its size is in bytes), where that size is static (else 0)."""
+    from tvm import relax
+
+    size = call.args[0]
+    values = getattr(size, "values", None) if isinstance(size, relax.ShapeExpr) else None
+    if not values or not all(hasattr(v, "value") for v in values):
+        return 0
+    return math.prod(int(v.value) for v in values)
+
+
+def _tensor_bytes(call: Any) -> int:
+    """The bytes of the tensor an ``alloc_tensor`` allocates (shape and dtype arguments), where static."""
+    import tvm
+    from tvm import relax
+
+    shape = next((a for a in call.args if isinstance(a, relax.ShapeExpr)), None)
+    dtypes = (_DTYPE_ARG.fullmatch(str(a)) for a in call.args)  # printed R.dtype("float32")
+    dtype = next((m.group(1) for m in dtypes if m is not None), None)
+    if shape is None or dtype is None or not all(hasattr(v, "value") for v in shape.values):
+        return 0
+    element = tvm.DataType(dtype)
+    return math.prod(int(v.value) for v in shape.values) * element.bits * element.lanes // 8
+
+
+_DTYPE_ARG = re.compile(r'R\.dtype\("(\w+)"\)')
 
 
 class _GraphBuilder:
@@ -633,6 +756,14 @@ class _GraphBuilder:
         if isinstance(value, relax.TupleGetItem):
             attributes["index"] = int(value.index)
         callee = _prim_func(value)
+        direct = getattr(value, "op", None)
+        if isinstance(direct, relax.GlobalVar) and not isinstance(
+            self.mod.functions.get(direct), relax.Function
+        ):
+            op, callee = (
+                _CALL_PRIM_FUNC,
+                direct.name_hint,
+            )  # after CallTIRRewrite: it writes its last argument
         if callee is not None:
             op_type = callee  # the PrimFunc: conv2d, fused_conv2d_add_relu, ...
             attributes["prim_func"] = callee

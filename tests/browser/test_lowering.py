@@ -34,9 +34,11 @@ def test_stepping_a_lowering_timeline_and_opening_a_fused_group(
     cells = [
         "from explorer import load\nfrom explorer.lower import relax_pipeline\n"
         "from widgets import GraphView, TimelineStepper",
-        'timeline = relax_pipeline(load("zoo:resnet18"), {"input": [1, 3, 224, 224]})\n'
+        'timeline = relax_pipeline(load("zoo:resnet18"), {"input": [1, 3, 224, 224]}, "zero")\n'
         "stepper = TimelineStepper(timeline)\nstepper",
         "fused = GraphView(timeline[4].graph, collapse=1)\nfused",
+        'full = relax_pipeline(load("zoo:mlp"), {"input": [1, 1, 28, 28]})\n'
+        'GraphView(full[full.index("StaticPlanBlockMemory")].graph)',
     ]
     path = write_notebook(notebook_dir, "lowering.ipynb", cells)
     open_notebook(page, lab, path)
@@ -71,4 +73,12 @@ def test_stepping_a_lowering_timeline_and_opening_a_fused_group(
     page.locator(".oge-graph-view").first.scroll_into_view_if_needed()
     page.wait_for_timeout(1000)
     screenshot(page, "lowering-fused-group-opened", page.locator(".oge-graph-view").first)
+
+    # after memory planning: every tensor an allocation, placed in a storage (the memory colour)
+    planned = page.locator(".oge-graph-view").nth(1)
+    planned.scroll_into_view_if_needed()
+    wait_for_outputs(page, ".oge-graph-view .js-plotly-plot", count=2)
+    page.wait_for_timeout(1000)
+    screenshot(page, "lowering-memory-planned-mlp", planned)
+    assert any(trace.get("name") == "Memory (allocate / free)" for trace in plotly_data(page, 3))
     assert blocked_requests == []
