@@ -1,10 +1,15 @@
 """Compilers below the ONNX graph: TVM Relax import and its lowering, pass by pass and its build.
 
+``build`` is :func:`relax_build` under the name the lowering's issue gave it.
+
 Examples
 --------
 >>> from explorer import load
 >>> from explorer.lower import relax_import
 >>> relax_import(load("zoo:mlp")).ok
+True
+>>> from explorer.lower import build
+>>> build is relax_build
 True
 """
 
@@ -22,6 +27,8 @@ from .relax_pipeline import (
 )
 from .tir import LoopStats, LoweringTimeline, loop_stats, tir_diff
 
+build = relax_build
+
 __all__ = [
     "FIX",
     "REWRITE_FIXES",
@@ -29,6 +36,7 @@ __all__ = [
     "LoopStats",
     "LoweringTimeline",
     "RelaxBuild",
+    "build",
     "RelaxImport",
     "RelaxImportFailed",
     "ZERO_PIPELINE",
