@@ -27,6 +27,7 @@ from typing import Any
 from ..graph_schema import edge_data, node_data
 from ..node_ids import INPUT_PREFIX, OUTPUT_PREFIX
 from ..tensors import TensorInfo
+from ..unique_names import UniqueNames
 
 __all__ = [
     "build_relax",
@@ -675,16 +676,7 @@ class _GraphBuilder:
         self.producer: dict[str, str] = {}
         self.types: dict[str, tuple[Any, str | None]] = {}
         self.index = 0
-        self._names: set[str] = set()
-
-    def unique(self, name: str) -> str:
-        """``name``, or ``name#2``, ``name#3``... if taken (Relax variables share name hints)."""
-        candidate, n = name, 1
-        while candidate in self._names:
-            n += 1
-            candidate = f"{name}#{n}"
-        self._names.add(candidate)
-        return candidate
+        self.unique = UniqueNames(separator="#")  # Relax variables share name hints
 
     def add_node(
         self, node_id: str, data: dict[str, Any], tensor: str, shape: Any, dtype: str | None

@@ -28,6 +28,7 @@ from onnx import ModelProto, NodeProto, helper, numpy_helper
 
 from ..native import save_model
 from ..onnx_protos import declared_types
+from ..unique_names import UniqueNames
 
 __all__ = ["decompose_contrib", "decompose_contrib_step", "DECOMPOSABLE", "CONTRIB_DOMAIN"]
 
@@ -44,24 +45,16 @@ class _Writer:
     """Emits the standard nodes replacing one contrib node, with fresh names in its scope."""
 
     node: NodeProto
-    taken: set[str]
+    fresh: UniqueNames
     types: dict[str, tuple[int | None, int]]
     opset: int
     nodes: list[NodeProto] = field(default_factory=list)
 
-    def _fresh(self, base: str) -> str:
-        name, n = base, 1
-        while name in self.taken:
-            n += 1
-            name = f"{base}_{n}"
-        self.taken.add(name)
-        return name
-
     def op(self, op_type: str, inputs: Sequence[str], output: str | None = None, **attrs: object) -> str:
         """Add a node; its output is ``output`` (an original output name) or a fresh name."""
         scope = self.node.name.rsplit("/", 1)[0] if "/" in self.node.name else self.node.name
-        name = self._fresh(f"{scope}/{op_type}")
-        out = output if output is not None else self._fresh(f"{name}_output_0")
+        name = self.fresh(f"{scope}/{op_type}")
+        out = output if output is not None else self.fresh(f"{name}_output_0")
         self.nodes.append(helper.make_node(op_type, list(inputs), [out], name=name, **attrs))
         return out
 
@@ -202,7 +195,7 @@ def _skip_layer_norm(w: _Writer) -> None:
         "LayerNormalization",
         [summed, gamma, *([beta] if beta else [])],
         norm_outputs,
-        name=w._fresh(f"{scope}/LayerNormalization"),
+        name=w.fresh(f"{scope}/LayerNormalization"),
         axis=-1,
         epsilon=epsilon,
     )
@@ -240,7 +233,7 @@ def _one_round(
     """Decompose what can be in one pass over the nodes: (new nodes, log lines, reasons kept)."""
     types = _types(model)
     taken = {v for n in model.graph.node for v in (*n.input, *n.output, n.name)}
-    taken |= set(types)
+    fresh = UniqueNames(taken | set(types))
     new_nodes: list[NodeProto] = []
     log: list[str] = []
     kept: list[str] = []
@@ -248,7 +241,7 @@ def _one_round(
         if node.domain != CONTRIB_DOMAIN or node.op_type not in ops or node.op_type not in DECOMPOSABLE:
             new_nodes.append(node)
             continue
-        writer = _Writer(node, taken, types, opset)
+        writer = _Writer(node, fresh, types, opset)
         try:
             DECOMPOSABLE[node.op_type](writer)
         except _Keep as why:

@@ -27,6 +27,7 @@ from onnx import GraphProto, ModelProto, NodeProto, helper, numpy_helper
 
 from ..native import save_model
 from ..onnx_protos import constant_tensor, iter_graphs, subgraph_attrs
+from ..unique_names import UniqueNames
 
 __all__ = ["unroll_loops", "unroll_loops_step", "MAX_TRIPS"]
 
@@ -53,21 +54,6 @@ def _names(graph: GraphProto) -> set[str]:
         taken.update(node.output)
         taken.add(node.name)
     return taken
-
-
-class _Namer:
-    """Fresh names: ``base``, else ``base_2``, ``base_3``, ..."""
-
-    def __init__(self, taken: set[str]) -> None:
-        self.taken = taken
-
-    def __call__(self, base: str) -> str:
-        name, n = base, 1
-        while name in self.taken:
-            n += 1
-            name = f"{base}_{n}"
-        self.taken.add(name)
-        return name
 
 
 def _why_not(loop: NodeProto, constants: dict[str, np.ndarray], max_trips: int) -> str | int:
@@ -99,7 +85,7 @@ def _why_not(loop: NodeProto, constants: dict[str, np.ndarray], max_trips: int) 
 
 
 def _unrolled(
-    loop: NodeProto, count: int, namer: _Namer, opset: int, graph: GraphProto
+    loop: NodeProto, count: int, namer: UniqueNames, opset: int, graph: GraphProto
 ) -> tuple[list[NodeProto], int]:
     """The nodes replacing ``loop`` (body copies, stacking of scan outputs), and how many body copies."""
     body = next(a.g for a in loop.attribute if a.name == "body")
@@ -178,7 +164,7 @@ def _live(nodes: list[NodeProto], graph: GraphProto, loop: NodeProto) -> list[No
         kept = alive
 
 
-def _stack(loop: NodeProto, stacked: list[list[str]], namer: _Namer, opset: int) -> Iterable[NodeProto]:
+def _stack(loop: NodeProto, stacked: list[list[str]], namer: UniqueNames, opset: int) -> Iterable[NodeProto]:
     """``Unsqueeze`` each iteration's scan value on axis 0 and ``Concat`` them into the scan output."""
     n_carried = len(loop.output) - len(stacked)
     axes = ""
@@ -240,7 +226,7 @@ def unroll_loops(model: ModelProto, max_trips: int = MAX_TRIPS) -> tuple[ModelPr
     graph = out.graph
     constants = _constants(graph)
     opset = next((o.version for o in out.opset_import if o.domain in ("", "ai.onnx")), 1)
-    namer = _Namer(_names(graph))
+    namer = UniqueNames(_names(graph))
     log: list[str] = []
     new_nodes: list[NodeProto] = []
     for node in graph.node:
