@@ -1,7 +1,9 @@
 """The ``onnx-explorer`` command line.
 
 ``onnx-explorer info MODEL`` prints a model's summary; MODEL is a path or
-``zoo:NAME``. Bad input ends with a one-line error on stderr and exit code 2.
+``zoo:NAME``; ``passes``, ``diff``, ``report``, ``lower`` (TVM Relax, pass by pass) and
+``bench`` (ONNX Runtime and TVM side by side) are the other commands. Bad input ends with a
+one-line error on stderr and exit code 2.
 
 Examples
 --------
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 import traceback
 from collections.abc import Sequence
 from typing import Any
@@ -162,6 +165,40 @@ def build_parser() -> argparse.ArgumentParser:
     )
     lower.add_argument("--json", action="store_true", help="print one JSON object")
     lower.set_defaults(handler=_lower)
+
+    timing = commands.add_parser(
+        "bench",
+        help="time a model on ONNX Runtime and TVM side by side: median, p90, runs, prepare time, agreement",
+        description="Prepare each runtime once (session creation, or import, tuning and compile: prepare_s), "
+        "then time it on the same generated inputs (fixed seed): warm-up runs, then runs until both "
+        "--min-runs and --min-seconds are reached (or --max-seconds is). max_abs_err is against the "
+        "first runtime's outputs.",
+    )
+    timing.add_argument("model", metavar="MODEL", help="an .onnx file, or zoo:NAME")
+    timing.add_argument(
+        "--runtime", action="append", default=[], metavar="NAME", help="ort, ort-cuda or tvm (repeatable)"
+    )
+    budget = timing.add_mutually_exclusive_group()
+    budget.add_argument(
+        "--tune-trials", type=int, default=0, metavar="N", help="tune TVM with N trials (0: untuned)"
+    )
+    budget.add_argument(
+        "--tune-minutes", type=float, default=None, metavar="M", help="tune TVM for M minutes"
+    )
+    timing.add_argument(
+        "--input-shape", action="append", type=parse_input_shape, default=[], metavar="NAME=D1,D2,..."
+    )
+    timing.add_argument(
+        "--threads", type=int, default=0, help="ONNX Runtime's intra-op threads (0: its default)"
+    )
+    timing.add_argument("--warmup", type=int, default=3, help="runs before timing (default 3)")
+    timing.add_argument("--min-runs", type=int, default=10, help="timed runs at least (default 10)")
+    timing.add_argument(
+        "--min-seconds", type=float, default=1.0, help="seconds of timed runs at least (default 1)"
+    )
+    timing.add_argument("--max-seconds", type=float, default=30.0, help="stop timing after this (default 30)")
+    timing.add_argument("--json", action="store_true", help="print one JSON object")
+    timing.set_defaults(handler=_bench)
 
     difference = commands.add_parser(
         "diff", help="diff two model files: added, removed, modified nodes and fusions"
@@ -358,6 +395,59 @@ def _lower(args: argparse.Namespace) -> int:
             f"{row['intermediates']:>13} {row['storages']:>8} "
             f"{format_bytes(row['storage_bytes']) if row['storage_bytes'] else '':>10}"
         )
+    return 0
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from .runtimes.bench import bench, get_runtime
+
+    graph = load(args.model)
+    runtimes = []
+    for name in args.runtime or ["ort", "tvm"]:
+        options: dict[str, Any] = {}
+        if name.startswith("tvm"):
+            options = {"tune_trials": args.tune_trials, "tune_minutes": args.tune_minutes}
+        elif args.threads:
+            options = {"threads": args.threads}
+        try:
+            runtimes.append(get_runtime(name, **options))
+        except ValueError as err:
+            raise ExplorerError(str(err)) from None
+
+    shown: dict[str, float] = {}
+
+    def progress(label: str, event: Any) -> None:  # a line every 2 s per runtime at most
+        now = time.monotonic()
+        if args.json or event is None or not event.message or now - shown.get(label, -10.0) < 2.0:
+            return
+        shown[label] = now
+        print(f"  {label}: {event.message}", file=sys.stderr)
+
+    report = bench(
+        graph,
+        runtimes,
+        input_shapes=dict(args.input_shape) or None,
+        warmup=args.warmup,
+        min_runs=args.min_runs,
+        min_seconds=args.min_seconds,
+        max_seconds=args.max_seconds,
+        progress=progress,
+    )
+    if args.json:
+        print(json.dumps({**report.to_dict(), "source": args.model}))
+        return 0
+    print(f"model: {args.model}, inputs {report.to_dict()['input_shapes']} (seed {report.seed})")
+    header = (
+        f"{'runtime':<34} {'median_ms':>10} {'p90_ms':>9} {'runs':>5} {'prepare_s':>9} {'max_abs_err':>11}"
+    )
+    print(f"{header}  agrees")
+    for r in report.results:
+        print(
+            f"{r.label:<34} {r.median_ms:>10.3f} {r.p90_ms:>9.3f} {r.runs:>5} {r.prepare_s:>9.2f} "
+            f"{r.max_abs_err:>11.2e}  {'yes' if r.agrees else 'NO'}"
+        )
+    for name, why in report.skipped:
+        print(f"{name}: skipped ({why})")
     return 0
 
 

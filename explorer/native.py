@@ -37,6 +37,8 @@ __all__ = [
     "simplify",
     "optimize",
     "create_ort_session",
+    "ort_session",
+    "ORT_LEVELS",
     "run_ort",
     "tvm_import",
     "save_model",
@@ -46,7 +48,7 @@ __all__ = [
 PathLike = str | os.PathLike
 
 
-_ORT_LEVELS = {
+ORT_LEVELS = {
     "disable": "ORT_DISABLE_ALL",
     "basic": "ORT_ENABLE_BASIC",
     "extended": "ORT_ENABLE_EXTENDED",
@@ -355,20 +357,49 @@ def optimize(
 # --------------------------------------------------------------------------- ONNX Runtime
 
 
-def _session(
+def ort_session(
     path: PathLike,
     providers: Sequence[str] | None,
     optimization_level: str,
     out_path: PathLike | None = None,
+    *,
+    threads: int = 0,
+    profile_prefix: str | None = None,
 ) -> Any:
+    """An ONNX Runtime ``InferenceSession`` for a model file (call it in the worker).
+
+    Parameters
+    ----------
+    path : path
+        The model file.
+    providers : sequence of str or None
+        Execution providers (None: the CPU).
+    optimization_level : {"disable", "basic", "extended", "layout", "all"}
+        The graph optimisation level.
+    out_path : path, optional
+        Save the optimised graph here.
+    threads : int
+        Intra-op threads (0: ONNX Runtime's default, one per physical core).
+    profile_prefix : str, optional
+        Turn ONNX Runtime's profiler on, writing its JSON trace with this prefix.
+
+    Examples
+    --------
+    >>> ort_session.__name__
+    'ort_session'
+    """
     import onnxruntime as ort
 
-    if optimization_level not in _ORT_LEVELS:
+    if optimization_level not in ORT_LEVELS:
         raise ValueError(
-            f"optimization_level must be one of {sorted(_ORT_LEVELS)}, not {optimization_level!r}"
+            f"optimization_level must be one of {sorted(ORT_LEVELS)}, not {optimization_level!r}"
         )
     options = ort.SessionOptions()
-    options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, _ORT_LEVELS[optimization_level])
+    options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, ORT_LEVELS[optimization_level])
+    options.intra_op_num_threads = int(threads)  # 0: ONNX Runtime's default (one per physical core)
+    if profile_prefix is not None:
+        options.enable_profiling = True
+        options.profile_file_prefix = profile_prefix
     if out_path is not None:
         options.optimized_model_filepath = os.fspath(out_path)
         if _needs_external_output(path):
@@ -449,7 +480,7 @@ def create_ort_session(
     >>> info["providers"], info["outputs"][0]["shape"]
     (['CPUExecutionProvider'], ['n', 4])
     """
-    session = _session(path, providers, optimization_level, out_path)
+    session = ort_session(path, providers, optimization_level, out_path)
     return {
         "providers": session.get_providers(),
         "inputs": _describe(session.get_inputs()),
@@ -526,7 +557,7 @@ def run_ort(
     """
     import numpy as np
 
-    session = _session(path, providers, optimization_level)
+    session = ort_session(path, providers, optimization_level)
     feeds = _synthesize_inputs(session, seed) if inputs_npz is None else _read_inputs(inputs_npz)
     report(0.5, "running")
     names = [out.name for out in session.get_outputs()]

@@ -19,6 +19,7 @@ Examples
 from __future__ import annotations
 
 import math
+import os
 import re
 import time
 from collections.abc import Mapping, Sequence
@@ -39,6 +40,8 @@ __all__ = [
     "IMPORTER",
     "ZERO_PIPELINE",
     "PIPELINES",
+    "compile_relax",
+    "relax_outputs",
     "ALLOC_TENSOR",
     "pipeline_passes",
 ]
@@ -323,7 +326,12 @@ def _target(kind: str) -> Any:
 
     if kind != "llvm":
         raise ValueError(f"only the llvm (CPU) target is built here, not {kind!r}")
-    return tvm.target.Target({"kind": "llvm", "mcpu": tvm.target.codegen.llvm_get_system_cpu()})
+    import psutil
+
+    cores = psutil.cpu_count(logical=False) or os.cpu_count() or 1  # MetaSchedule needs num-cores
+    return tvm.target.Target(
+        {"kind": "llvm", "mcpu": tvm.target.codegen.llvm_get_system_cpu(), "num-cores": int(cores)}
+    )
 
 
 def build_relax(
@@ -355,25 +363,56 @@ def build_relax(
     >>> out["outputs"][0].shape, [o.shape for o in worker.run(run_relax_library, lib, feeds)]
     ((1, 10), [(1, 10)])
     """
-    imported = _import_module(path, input_shapes)  # no graph data or text: only the module is built
-    if not imported["ok"]:
-        return imported
+    compiled = compile_relax(path, input_shapes, target)
+    if not compiled["ok"]:
+        return compiled
     import tvm
     from tvm import relax
 
-    started = time.perf_counter()
-    executable = tvm.compile(imported["module"], target=_target(target))
-    compile_s = time.perf_counter() - started
+    executable, compile_s = compiled["executable"], compiled["compile_s"]
     executable.export_library(out_path)
     machine = relax.VirtualMachine(executable, tvm.cpu())
     started = time.perf_counter()
-    outputs = _outputs(machine["main"](*[tvm.runtime.tensor(v) for v in feeds.values()]))
+    outputs = relax_outputs(machine["main"](*[tvm.runtime.tensor(v) for v in feeds.values()]))
     return {
         "ok": True,
         "compile_s": compile_s,
         "run_s": time.perf_counter() - started,
         "outputs": outputs,
         "tvm": tvm.__version__,
+    }
+
+
+def compile_relax(
+    path: str, input_shapes: Mapping[str, Sequence[int]] | None, target: str = "llvm"
+) -> dict[str, Any]:
+    """Import ``path`` and ``tvm.compile`` it (untuned) for ``target``, in this process (the worker).
+
+    Returns
+    -------
+    dict
+        ``{"ok": True, "executable", "compile_s", "tvm", "target"}`` (the executable stays in
+        this process), or the import's failure (:func:`import_relax`).
+
+    Examples
+    --------
+    >>> compile_relax.__name__
+    'compile_relax'
+    """
+    imported = _import_module(path, input_shapes)  # no graph data or text: only the module is built
+    if not imported["ok"]:
+        return imported
+    import tvm
+
+    built_for = _target(target)
+    started = time.perf_counter()
+    executable = tvm.compile(imported["module"], target=built_for)
+    return {
+        "ok": True,
+        "executable": executable,
+        "compile_s": time.perf_counter() - started,
+        "tvm": tvm.__version__,
+        "target": str(built_for),
     }
 
 
@@ -389,13 +428,20 @@ def run_relax_library(library: str, feeds: Mapping[str, Any]) -> list[Any]:
     from tvm import relax
 
     machine = relax.VirtualMachine(tvm.runtime.load_module(library), tvm.cpu())
-    return _outputs(machine["main"](*[tvm.runtime.tensor(v) for v in feeds.values()]))
+    return relax_outputs(machine["main"](*[tvm.runtime.tensor(v) for v in feeds.values()]))
 
 
-def _outputs(result: Any) -> list[Any]:
+def relax_outputs(result: Any) -> list[Any]:
+    """A Relax function's result (a tensor or nested tuples of them) as a flat list of numpy arrays.
+
+    Examples
+    --------
+    >>> relax_outputs([])
+    []
+    """
     if hasattr(result, "numpy"):
         return [result.numpy()]
-    return [item for value in result for item in _outputs(value)]
+    return [item for value in result for item in relax_outputs(value)]
 
 
 _NODE_IN_MESSAGE = re.compile(r"Node (\S+) cannot handle")

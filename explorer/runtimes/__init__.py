@@ -1,4 +1,9 @@
-"""Runtimes: run a model on ONNX Runtime (and, with later work, TVM and IREE) in the worker.
+"""Runtimes side by side: ONNX Runtime and TVM behind one interface, prepared once in the worker, timed there.
+
+:class:`~explorer.runtimes.base.Runtime` is the interface (``available``, ``prepare`` -> a
+session kept warm in the worker); :class:`OrtRuntime` (per execution provider) and
+:class:`TvmRuntime` (per target, untuned or tuned with MetaSchedule under a budget)
+implement it; :func:`bench` measures them on the same inputs and compares their outputs.
 
 Examples
 --------
@@ -12,7 +17,25 @@ Examples
 
 from __future__ import annotations
 
-from .compare import max_abs_diff, random_feeds
+from .base import PreparedSession, Runtime
+from .bench import BenchReport, BenchResult, bench, get_runtime
+from .compare import Agreement, agreement, max_abs_diff, random_feeds
 from .ort import run_onnxruntime
+from .ort_runtime import OrtRuntime
+from .tvm_runtime import TvmRuntime
 
-__all__ = ["random_feeds", "max_abs_diff", "run_onnxruntime"]
+__all__ = [
+    "random_feeds",
+    "max_abs_diff",
+    "run_onnxruntime",
+    "Runtime",
+    "PreparedSession",
+    "OrtRuntime",
+    "TvmRuntime",
+    "bench",
+    "get_runtime",
+    "BenchResult",
+    "BenchReport",
+    "Agreement",
+    "agreement",
+]

@@ -1,0 +1,217 @@
+"""The Runtime interface: prepare a graph once (a session kept warm in the worker), then run or time it.
+
+A :class:`Runtime` (ONNX Runtime per execution provider, TVM per target) says whether it is
+:meth:`~Runtime.available` here and :meth:`~Runtime.prepare`\\ s a graph into a
+:class:`PreparedSession`. The session lives in the worker (:mod:`explorer.runtimes.sessions`)
+under a key made of the model, its input shapes and the runtime's options, so preparing the
+same thing again, or running and timing it again, reuses it. When the worker was restarted
+(after a crash elsewhere) the session is prepared again on first use.
+
+Examples
+--------
+>>> from explorer import load
+>>> from explorer.runtimes.ort_runtime import OrtRuntime
+>>> session = OrtRuntime().prepare(load("zoo:mlp"))
+>>> import numpy as np
+>>> [o.shape for o in session.run({"input": np.zeros((1, 1, 28, 28), np.float32)})]
+[(1, 10)]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from .. import worker
+from ..worker import ProgressEvent
+from .sessions import SessionGone, run_session, time_session
+
+if TYPE_CHECKING:
+    from ..graph import ModelGraph
+
+__all__ = ["Runtime", "PreparedSession", "model_key", "session_key"]
+
+
+@runtime_checkable
+class Runtime(Protocol):
+    """A way to run an ONNX graph: ONNX Runtime with an execution provider, TVM for a target, ...
+
+    Attributes
+    ----------
+    name : str
+        Short name (``ort``, ``ort-cuda``, ``tvm``), as the CLI's ``--runtime`` takes it.
+    label : str
+        What a table or a plot calls it (``ONNX Runtime CPU (all)``, ``TVM llvm untuned``).
+    tuned : bool
+        Whether it tunes what it compiles.
+    """
+
+    name: str
+
+    @property
+    def label(self) -> str: ...
+
+    @property
+    def tuned(self) -> bool: ...
+
+    def available(self) -> bool:
+        """Whether it can run here (the library is installed, the device is present)."""
+        ...
+
+    def options(self) -> dict[str, Any]:
+        """Its options, JSON-ready (part of the session key)."""
+        ...
+
+    def prepare(
+        self,
+        graph: ModelGraph,
+        input_shapes: Mapping[str, Sequence[int]] | None = None,
+        *,
+        progress: Callable[[ProgressEvent], object] | None = None,
+    ) -> PreparedSession:
+        """Create the session (or find the one prepared before) in the worker."""
+        ...
+
+
+def model_key(graph: ModelGraph) -> str:
+    """What identifies a graph's model for reuse: its file (path, size, modification time), or
+    its structure and weight digests when it has no file of its own.
+
+    Examples
+    --------
+    >>> from explorer import load
+    >>> model_key(load("zoo:mlp")) == model_key(load("zoo:mlp"))
+    True
+    """
+    path = graph.model_path
+    if path is not None and path.is_file():
+        stat = path.stat()
+        return f"file:{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
+    from ..diff import weight_digests
+    from ..layout import graph_fingerprint
+
+    digests = sorted(weight_digests(graph).items())
+    return (
+        "graph:"
+        + hashlib.blake2b(repr((graph_fingerprint(graph), digests)).encode(), digest_size=16).hexdigest()
+    )
+
+
+def session_key(runtime: Runtime, graph: ModelGraph, input_shapes: Mapping[str, Sequence[int]] | None) -> str:
+    """The key a prepared session is kept under: runtime, options, model and input shapes.
+
+    Examples
+    --------
+    >>> from explorer import load
+    >>> from explorer.runtimes.ort_runtime import OrtRuntime
+    >>> g = load("zoo:mlp")
+    >>> session_key(OrtRuntime(), g, None) == session_key(OrtRuntime(threads=1), g, None)
+    False
+    """
+    shapes = {k: [int(d) for d in v] for k, v in (input_shapes or {}).items()}
+    text = json.dumps([runtime.name, runtime.options(), model_key(graph), shapes], sort_keys=True)
+    return f"{runtime.name}-" + hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+
+
+@dataclass(frozen=True)
+class PreparedSession:
+    """A graph prepared by a runtime, kept warm in the worker.
+
+    Attributes
+    ----------
+    runtime : Runtime
+        Who prepared it.
+    key : str
+        The key the worker keeps it under (:func:`session_key`).
+    info : dict
+        What preparing it measured and found: ``prepare_s`` (session creation, or compile and
+        tuning), ``reused`` (it was prepared before), ``threads``, ``version``, ...
+    graph : ModelGraph
+        The graph (to prepare it again if the worker lost it).
+    input_shapes : dict or None
+        The shapes it was prepared for.
+    """
+
+    runtime: Runtime
+    key: str
+    info: Mapping[str, Any]
+    graph: ModelGraph = field(repr=False, compare=False)
+    input_shapes: Mapping[str, Sequence[int]] | None = None
+
+    @property
+    def prepare_s(self) -> float:
+        """Seconds preparing it took (when it was first prepared).
+
+        Examples
+        --------
+        >>> from explorer import load
+        >>> from explorer.runtimes.ort_runtime import OrtRuntime
+        >>> OrtRuntime().prepare(load("zoo:mlp")).prepare_s > 0
+        True
+        """
+        return float(self.info["prepare_s"])
+
+    def _again(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Call ``fn(key, ...)`` in the worker, preparing again once if the worker lost the session."""
+        try:
+            return worker.run(fn, self.key, *args, **kwargs)
+        except SessionGone:
+            self.runtime.prepare(self.graph, self.input_shapes)
+            return worker.run(fn, self.key, *args, **kwargs)
+
+    def run(self, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+        """Run once on ``feeds``; the outputs in graph-output order.
+
+        Examples
+        --------
+        >>> from explorer import load
+        >>> from explorer.runtimes.ort_runtime import OrtRuntime
+        >>> from explorer.runtimes.inputs import random_feeds
+        >>> g = load("zoo:mlp")
+        >>> OrtRuntime().prepare(g).run(random_feeds(g.model))[0].shape
+        (1, 10)
+        """
+        return list(self._again(run_session, dict(feeds)))
+
+    def time(
+        self,
+        feeds: Mapping[str, np.ndarray],
+        *,
+        warmup: int = 3,
+        min_runs: int = 10,
+        min_seconds: float = 1.0,
+        max_seconds: float = 30.0,
+        progress: Callable[[ProgressEvent], object] | None = None,
+    ) -> dict[str, Any]:
+        """Time it in the worker (see :func:`explorer.runtimes.sessions.time_session`).
+
+        Returns
+        -------
+        dict
+            ``{"times_ms", "warmup_ms", "outputs"}``.
+
+        Examples
+        --------
+        >>> from explorer import load
+        >>> from explorer.runtimes.ort_runtime import OrtRuntime
+        >>> from explorer.runtimes.inputs import random_feeds
+        >>> g = load("zoo:mlp")
+        >>> len(OrtRuntime().prepare(g).time(random_feeds(g.model), min_runs=4, min_seconds=0)["times_ms"])
+        4
+        """
+        limits = {
+            "warmup": warmup,
+            "min_runs": min_runs,
+            "min_seconds": min_seconds,
+            "max_seconds": max_seconds,
+        }
+        try:
+            return worker.run(time_session, self.key, dict(feeds), progress=progress, **limits)
+        except SessionGone:
+            self.runtime.prepare(self.graph, self.input_shapes, progress=progress)
+            return worker.run(time_session, self.key, dict(feeds), progress=progress, **limits)

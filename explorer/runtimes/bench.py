@@ -1,0 +1,345 @@
+"""Honest latency: every runtime on the same inputs, warm-up then many runs, percentiles, agreement.
+
+Measured the way ``onnxruntime_perf_test`` and MLPerf measure: a session is prepared once
+(its creation, compile or tuning time reported apart as ``prepare_s``), warm-up runs are
+discarded, then runs repeat until both a minimum count and a minimum time are reached (a
+slow runtime stops at a maximum time, with at least three runs). The distribution is kept
+(``times_ms``) and summarised as median, p90, p99, min and IQR. Inputs come from the model's
+input types and shapes with a fixed seed (:func:`explorer.runtimes.inputs.random_feeds`,
+the project's one generator), or are given. Every runtime's outputs are compared with the
+first runtime's (:func:`explorer.runtimes.compare.agreement`).
+
+Examples
+--------
+>>> from explorer import load
+>>> report = bench(load("zoo:mlp"), ["ort"], min_runs=5, min_seconds=0.0)
+>>> row = report.to_dict()["results"][0]
+>>> row["runtime"], row["runs"] >= 5, row["max_abs_err"]
+('ort', True, 0.0)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..worker import ProgressEvent
+from .base import PreparedSession, Runtime
+from .compare import agreement
+from .inputs import concrete_input_shapes, random_feeds
+from .ort_runtime import OrtRuntime
+from .tvm_runtime import TvmRuntime
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..graph import ModelGraph
+
+__all__ = ["BenchResult", "BenchReport", "bench", "latency_stats", "get_runtime", "RUNTIME_NAMES"]
+
+RUNTIME_NAMES = ("ort", "ort-cuda", "tvm")
+"""Runtime names :func:`get_runtime` (and ``onnx-explorer bench --runtime``) takes."""
+
+
+def get_runtime(name: str, **options: Any) -> Runtime:
+    """The runtime called ``name`` (one of :data:`RUNTIME_NAMES`), with options.
+
+    Examples
+    --------
+    >>> get_runtime("ort", threads=2).label
+    'ONNX Runtime CPU (all, 2 threads)'
+    >>> get_runtime("tvm").name
+    'tvm'
+    """
+    if name == "ort":
+        return OrtRuntime(**options)
+    if name == "ort-cuda":
+        return OrtRuntime(provider="CUDAExecutionProvider", **options)
+    if name == "tvm":
+        return TvmRuntime(**options)
+    raise ValueError(f"no runtime {name!r}: the runtimes are {', '.join(RUNTIME_NAMES)}")
+
+
+def latency_stats(times_ms: Sequence[float]) -> dict[str, float]:
+    """Median, p90, p99, min and IQR (p75 - p25) of run times, in ms.
+
+    Examples
+    --------
+    >>> latency_stats([1.0, 2.0, 3.0, 4.0])["median_ms"]
+    2.5
+    """
+    times = np.asarray(times_ms, dtype=np.float64)
+    if times.size == 0:
+        return {k: float("nan") for k in ("median_ms", "p90_ms", "p99_ms", "min_ms", "iqr_ms")}
+    p25, p50, p75, p90, p99 = np.percentile(times, [25, 50, 75, 90, 99])
+    return {
+        "median_ms": float(p50),
+        "p90_ms": float(p90),
+        "p99_ms": float(p99),
+        "min_ms": float(times.min()),
+        "iqr_ms": float(p75 - p25),
+    }
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    """One runtime's measurement.
+
+    Attributes
+    ----------
+    runtime : str
+        Its name (``ort``, ``tvm``).
+    label : str
+        What tables and plots call it.
+    tuned : bool
+        Whether its code was tuned.
+    median_ms, p90_ms, p99_ms, min_ms, iqr_ms : float
+        The distribution of the timed runs.
+    runs : int
+        Timed runs (warm-up excluded).
+    prepare_s : float
+        Session creation, or import, compile and tuning, when it was first prepared.
+    reused : bool
+        The session was prepared before (this benchmark did not pay ``prepare_s``).
+    threads : int
+        Threads the runtime ran with.
+    max_abs_err, max_rel_err : float
+        Against the first runtime's outputs (0 for the first runtime).
+    agrees : bool
+        Within the dtype tolerances (:data:`explorer.runtimes.compare.TOLERANCES`).
+    times_ms : tuple of float
+        Every timed run.
+    info : dict
+        What preparing found (versions, providers, target, compile time).
+    """
+
+    runtime: str
+    label: str
+    tuned: bool
+    median_ms: float
+    p90_ms: float
+    p99_ms: float
+    min_ms: float
+    iqr_ms: float
+    runs: int
+    prepare_s: float
+    reused: bool
+    threads: int
+    max_abs_err: float
+    max_rel_err: float
+    agrees: bool
+    times_ms: tuple[float, ...] = field(repr=False)
+    info: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: the CLI's keys (``runtime``, ``tuned``, ``median_ms``, ``p90_ms``, ``runs``,
+        ``prepare_s``, ``max_abs_err``) and the rest; not the run times.
+
+        Examples
+        --------
+        >>> from explorer import load
+        >>> r = bench(load("zoo:mlp"), ["ort"], min_runs=3, min_seconds=0.0).results[0]
+        >>> sorted(r.to_dict())[:4]
+        ['agrees', 'iqr_ms', 'label', 'max_abs_err']
+        """
+        return {
+            "runtime": self.runtime,
+            "label": self.label,
+            "tuned": self.tuned,
+            "median_ms": round(self.median_ms, 4),
+            "p90_ms": round(self.p90_ms, 4),
+            "p99_ms": round(self.p99_ms, 4),
+            "min_ms": round(self.min_ms, 4),
+            "iqr_ms": round(self.iqr_ms, 4),
+            "runs": self.runs,
+            "prepare_s": round(self.prepare_s, 4),
+            "reused": self.reused,
+            "threads": self.threads,
+            "max_abs_err": float(self.max_abs_err),
+            "max_rel_err": float(self.max_rel_err),
+            "agrees": self.agrees,
+        }
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per timed run: ``runtime``, ``run``, ``ms`` (what a box or violin plot takes).
+
+        Examples
+        --------
+        >>> from explorer import load
+        >>> r = bench(load("zoo:mlp"), ["ort"], min_runs=3, min_seconds=0.0).results[0]
+        >>> list(r.to_frame().columns)
+        ['runtime', 'run', 'ms']
+        """
+        import pandas as pd
+
+        return pd.DataFrame({"runtime": self.label, "run": range(len(self.times_ms)), "ms": self.times_ms})
+
+
+@dataclass(frozen=True)
+class BenchReport:
+    """Every runtime's :class:`BenchResult` on one model, same inputs, same run.
+
+    Attributes
+    ----------
+    results : tuple of BenchResult
+        In the order the runtimes were given; errors are against the first.
+    source : str
+        The model.
+    input_shapes : dict
+        The shapes the inputs had.
+    seed : int or None
+        The seed of the generated inputs (None when inputs were given).
+    skipped : tuple of (str, str)
+        Runtimes not available here, and why.
+    """
+
+    results: tuple[BenchResult, ...]
+    source: str
+    input_shapes: Mapping[str, Sequence[int]]
+    seed: int | None
+    skipped: tuple[tuple[str, str], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"results": [...], "source", "input_shapes", "seed", "skipped"}``.
+
+        Examples
+        --------
+        >>> from explorer import load
+        >>> sorted(bench(load("zoo:mlp"), ["ort"], min_runs=3, min_seconds=0.0).to_dict())
+        ['input_shapes', 'results', 'seed', 'skipped', 'source']
+        """
+        return {
+            "results": [r.to_dict() for r in self.results],
+            "source": self.source,
+            "input_shapes": {k: list(v) for k, v in self.input_shapes.items()},
+            "seed": self.seed,
+            "skipped": [{"runtime": name, "why": why} for name, why in self.skipped],
+        }
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per runtime (the table of :meth:`BenchResult.to_dict`).
+
+        Examples
+        --------
+        >>> from explorer import load
+        >>> bench(load("zoo:mlp"), ["ort"], min_runs=3, min_seconds=0.0).to_frame().shape[0]
+        1
+        """
+        import pandas as pd
+
+        return pd.DataFrame([r.to_dict() for r in self.results])
+
+    def times_frame(self) -> pd.DataFrame:
+        """Every timed run of every runtime, long form (``runtime``, ``run``, ``ms``).
+
+        Examples
+        --------
+        >>> from explorer import load
+        >>> len(bench(load("zoo:mlp"), ["ort"], min_runs=3, min_seconds=0.0).times_frame()) >= 3
+        True
+        """
+        import pandas as pd
+
+        return pd.concat([r.to_frame() for r in self.results], ignore_index=True)
+
+
+BenchProgress = Callable[[str, ProgressEvent | None], object]
+"""Called as ``progress(runtime_label, event)``: preparing, then timing each runtime."""
+
+
+def bench(
+    graph: ModelGraph,
+    runtimes: Sequence[str | Runtime] = ("ort", "tvm"),
+    *,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    feeds: Mapping[str, np.ndarray] | None = None,
+    seed: int = 0,
+    warmup: int = 3,
+    min_runs: int = 10,
+    min_seconds: float = 1.0,
+    max_seconds: float = 30.0,
+    progress: BenchProgress | None = None,
+) -> BenchReport:
+    """Prepare and time each runtime on the same inputs; compare their outputs with the first's.
+
+    Parameters
+    ----------
+    graph : ModelGraph
+        A top-level ONNX graph.
+    runtimes : sequence of str or Runtime
+        Names (:data:`RUNTIME_NAMES`) or runtimes; those not available here are skipped
+        and listed in ``skipped``.
+    input_shapes : mapping, optional
+        Shapes for dynamic inputs (default: 1 for batch-like dims, 32 for others).
+    feeds : mapping, optional
+        The inputs; by default generated from the model with ``seed``.
+    seed : int
+        Seed of the generated inputs.
+    warmup, min_runs, min_seconds, max_seconds
+        The measurement (see :func:`explorer.runtimes.sessions.time_session`).
+    progress : callable, optional
+        ``progress(runtime_label, event)``.
+
+    Returns
+    -------
+    BenchReport
+
+    Examples
+    --------
+    >>> from explorer import load
+    >>> report = bench(load("zoo:mlp"), ["ort", "tvm"], min_runs=3, min_seconds=0.0)
+    >>> [r.agrees for r in report.results]
+    [True, True]
+    """
+    if graph.model is None:
+        raise ValueError("bench needs a top-level ONNX graph (one with a ModelProto)")
+    shapes = {k: list(v) for k, v in concrete_input_shapes(graph.model, input_shapes).items()}
+    given = feeds is not None
+    inputs = dict(feeds) if given else random_feeds(graph.model, shapes, seed=seed)
+    chosen = [get_runtime(r) if isinstance(r, str) else r for r in runtimes]
+    skipped = tuple((r.name, "not available here") for r in chosen if not r.available())
+    results: list[BenchResult] = []
+    reference: list[np.ndarray] | None = None
+    for runtime in (r for r in chosen if r.available()):
+
+        def forward(event: ProgressEvent, label: str = runtime.label) -> None:
+            if progress is not None:
+                progress(label, event)
+
+        session: PreparedSession = runtime.prepare(graph, shapes, progress=forward)
+        timed = session.time(
+            inputs,
+            warmup=warmup,
+            min_runs=min_runs,
+            min_seconds=min_seconds,
+            max_seconds=max_seconds,
+            progress=forward,
+        )
+        outputs = list(timed["outputs"])
+        if reference is None:
+            reference = outputs
+        agreed = agreement(reference, outputs)
+        stats = latency_stats(timed["times_ms"])
+        results.append(
+            BenchResult(
+                runtime=runtime.name,
+                label=runtime.label,
+                tuned=runtime.tuned,
+                runs=len(timed["times_ms"]),
+                prepare_s=session.prepare_s,
+                reused=bool(session.info.get("reused")),
+                threads=int(session.info.get("threads", 0)),
+                max_abs_err=agreed.max_abs_err,
+                max_rel_err=agreed.max_rel_err,
+                agrees=agreed.ok,
+                times_ms=tuple(timed["times_ms"]),
+                info=dict(session.info),
+                **stats,
+            )
+        )
+        if progress is not None:
+            progress(runtime.label, None)
+    return BenchReport(tuple(results), graph.source, shapes, None if given else seed, skipped)

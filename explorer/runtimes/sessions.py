@@ -1,0 +1,296 @@
+"""Prepared sessions kept warm in the worker: ONNX Runtime sessions and compiled TVM virtual machines.
+
+Everything here runs inside the worker process (:mod:`explorer.worker`). A session is
+prepared once under a key the parent computes (the model, the runtime and its options) and
+kept in this process, so running or timing it again costs no session creation or compile;
+preparing the same key again returns at once (``reused``). The worker keeps the last
+:data:`MAX_SESSIONS`; after a crash the worker is new and the parent prepares again.
+
+Timing happens here, next to the session, so a run's time is the runtime's and not the
+pipe's: warm-up runs first, then runs until both a minimum count and a minimum time are
+reached (or a maximum time is, whichever first, with at least three runs), each timed with
+``time.perf_counter_ns``. Inputs are bound to the runtime once (TVM tensors made before the
+clock starts), as ``onnxruntime_perf_test`` and TVM's ``time_evaluator`` do.
+
+Examples
+--------
+>>> import os, tempfile, numpy as np, onnx
+>>> from explorer import worker, zoo
+>>> path = os.path.join(tempfile.mkdtemp(), "m.onnx")
+>>> onnx.save(zoo.build("mlp"), path)
+>>> info = worker.run(prepare_ort, path, "doc-mlp", {"optimization": "all"})
+>>> feeds = {"input": np.zeros((1, 1, 28, 28), np.float32)}
+>>> timed = worker.run(time_session, "doc-mlp", feeds, warmup=1, min_runs=5, min_seconds=0.0)
+>>> info["runtime"], len(timed["times_ms"]) >= 5, timed["outputs"][0].shape
+('ort', True, (1, 10))
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import worker
+
+__all__ = [
+    "MAX_SESSIONS",
+    "SessionGone",
+    "prepare_ort",
+    "prepare_tvm",
+    "run_session",
+    "time_session",
+    "has_session",
+]
+
+MAX_SESSIONS = 8
+"""Prepared sessions a worker keeps (least recently used dropped first)."""
+
+
+class SessionGone(KeyError):
+    """The worker holds no session under that key (it was dropped, or the worker is new)."""
+
+
+@dataclass
+class _Session:
+    """A prepared session: how to bind inputs, run, and read outputs; and what was measured preparing it."""
+
+    bind: Callable[[Mapping[str, np.ndarray]], Any]
+    call: Callable[[Any], Any]
+    outputs: Callable[[Any], list[np.ndarray]]
+    info: dict[str, Any]
+
+
+_SESSIONS: OrderedDict[str, _Session] = OrderedDict()
+
+
+def _keep(key: str, session: _Session) -> dict[str, Any]:
+    _SESSIONS[key] = session
+    _SESSIONS.move_to_end(key)
+    while len(_SESSIONS) > MAX_SESSIONS:
+        _SESSIONS.popitem(last=False)
+    return {**session.info, "reused": False}
+
+
+def _get(key: str) -> _Session:
+    session = _SESSIONS.get(key)
+    if session is None:
+        raise SessionGone(key)
+    _SESSIONS.move_to_end(key)
+    return session
+
+
+def has_session(key: str) -> bool:
+    """Whether this worker holds a prepared session under ``key``.
+
+    Examples
+    --------
+    >>> has_session("nothing-prepared-under-this-key")
+    False
+    """
+    return key in _SESSIONS
+
+
+def _threads(env: str, asked: int) -> int:
+    """The thread count a runtime uses: what was asked, else its environment variable, else the cores."""
+    if asked:
+        return int(asked)
+    value = os.environ.get(env, "")
+    return int(value) if value.isdigit() and int(value) > 0 else (os.cpu_count() or 1)
+
+
+def prepare_ort(path: str, key: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """Create (or find) an ONNX Runtime session for ``path`` under ``key``.
+
+    ``options``: ``provider`` (default ``CPUExecutionProvider``), ``optimization`` (a level
+    of :data:`explorer.native.ORT_LEVELS`, default ``all``), ``threads`` (intra-op, 0 =
+    ONNX Runtime's default).
+
+    Returns
+    -------
+    dict
+        ``{"runtime": "ort", "prepare_s", "providers", "threads", "version", "reused"}``.
+
+    Examples
+    --------
+    >>> prepare_ort.__name__
+    'prepare_ort'
+    """
+    if key in _SESSIONS:
+        return {**_get(key).info, "reused": True}
+    import onnxruntime as ort
+
+    from ..native import ort_session
+
+    provider = str(options.get("provider", "CPUExecutionProvider"))
+    threads = int(options.get("threads", 0) or 0)
+    started = time.perf_counter()
+    session = ort_session(path, [provider], str(options.get("optimization", "all")), threads=threads)
+    prepare_s = time.perf_counter() - started
+    names = [o.name for o in session.get_outputs()]
+    info = {
+        "runtime": "ort",
+        "prepare_s": prepare_s,
+        "providers": session.get_providers(),
+        "threads": threads or _threads("OMP_NUM_THREADS", 0),
+        "version": ort.__version__,
+    }
+    return _keep(
+        key,
+        _Session(
+            bind=dict,
+            call=lambda feeds: session.run(names, feeds),
+            outputs=lambda result: [np.asarray(r) for r in result],
+            info=info,
+        ),
+    )
+
+
+def prepare_tvm(
+    path: str, key: str, input_shapes: Mapping[str, Sequence[int]] | None, options: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Import, compile (tuned, or not) and load into a Relax VM the model at ``path`` under ``key``.
+
+    ``options``: ``target`` (default ``llvm``: this CPU); ``tune_trials`` and
+    ``tune_minutes`` (the budget; none: untuned), ``work_dir`` (the tuning database) and
+    ``tuning_key`` (model, shapes and target: what ``tuned.json`` records), see
+    :func:`explorer.lower.relax_tuning.compile_tuned`.
+
+    Returns
+    -------
+    dict
+        ``{"runtime": "tvm", "prepare_s", "compile_s", "tune_s", "trials", "tuned_before",
+        "target", "threads", "version", "reused"}``, or the import's failure
+        (``{"ok": False, ...}``, see :func:`explorer.lower.relax_steps.import_relax`).
+
+    Examples
+    --------
+    >>> prepare_tvm.__name__
+    'prepare_tvm'
+    """
+    if key in _SESSIONS:
+        return {**_get(key).info, "reused": True}
+    from ..lower.relax_steps import compile_relax, relax_outputs
+
+    started = time.perf_counter()
+    target = str(options.get("target", "llvm"))
+    trials, minutes = int(options.get("tune_trials") or 0), options.get("tune_minutes")
+    if trials > 0 or minutes:
+        from ..lower.relax_tuning import compile_tuned
+
+        compiled = compile_tuned(
+            path,
+            input_shapes,
+            target,
+            trials=trials or int(float(minutes) * 60),  # the minutes stop it first
+            minutes=float(minutes) if minutes else None,
+            work_dir=str(options["work_dir"]),
+            key=str(options["tuning_key"]),
+        )
+    else:
+        compiled = compile_relax(path, input_shapes, target)
+    if not compiled["ok"]:
+        return compiled
+    import tvm
+    from tvm import relax
+
+    machine = relax.VirtualMachine(compiled["executable"], tvm.cpu())
+    main = machine["main"]
+    info = {
+        "runtime": "tvm",
+        "ok": True,
+        "prepare_s": time.perf_counter() - started,
+        "compile_s": compiled["compile_s"],
+        **{
+            k: compiled[k]
+            for k in ("tune_s", "trials", "tuned_before", "out_of_time", "tasks", "errors")
+            if k in compiled
+        },
+        "target": compiled["target"],
+        "threads": _threads("TVM_NUM_THREADS", 0),
+        "version": compiled["tvm"],
+    }
+    return _keep(
+        key,
+        _Session(
+            bind=lambda feeds: [tvm.runtime.tensor(np.ascontiguousarray(v)) for v in feeds.values()],
+            call=lambda args: main(*args),
+            outputs=relax_outputs,
+            info=info,
+        ),
+    )
+
+
+def run_session(key: str, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+    """Run the session under ``key`` once on ``feeds``; its outputs as numpy arrays.
+
+    Raises
+    ------
+    SessionGone
+        No session under that key in this worker.
+
+    Examples
+    --------
+    >>> run_session.__name__
+    'run_session'
+    """
+    session = _get(key)
+    return session.outputs(session.call(session.bind(feeds)))
+
+
+def time_session(
+    key: str,
+    feeds: Mapping[str, np.ndarray],
+    *,
+    warmup: int = 3,
+    min_runs: int = 10,
+    min_seconds: float = 1.0,
+    max_seconds: float = 30.0,
+) -> dict[str, Any]:
+    """Time the session under ``key``: ``warmup`` runs, then runs until ``min_runs`` and
+    ``min_seconds`` are both reached, or ``max_seconds`` is (with at least three runs).
+
+    Returns
+    -------
+    dict
+        ``{"times_ms": [one per timed run], "warmup_ms": [...], "outputs": [arrays of the last run]}``.
+
+    Raises
+    ------
+    SessionGone
+        No session under that key in this worker.
+
+    Examples
+    --------
+    >>> time_session.__name__
+    'time_session'
+    """
+    session = _get(key)
+    bound = session.bind(feeds)
+    result: Any = None
+    warm = []
+    for i in range(max(0, warmup)):
+        started = time.perf_counter_ns()
+        result = session.call(bound)
+        warm.append((time.perf_counter_ns() - started) / 1e6)
+        worker.report(None, f"warm-up {i + 1}/{warmup}")
+    times: list[float] = []
+    begun = time.perf_counter()
+    while True:
+        elapsed = time.perf_counter() - begun
+        enough = len(times) >= min_runs and elapsed >= min_seconds
+        if enough or (elapsed >= max_seconds and len(times) >= 3):
+            break
+        started = time.perf_counter_ns()
+        result = session.call(bound)
+        times.append((time.perf_counter_ns() - started) / 1e6)
+        share = min(1.0, max(len(times) / max(min_runs, 1), elapsed / max(min_seconds, 1e-9)))
+        worker.report(min(share, 1.0), f"{len(times)} runs, {elapsed:.1f} s")
+    if result is None:
+        result = session.call(bound)
+    return {"times_ms": times, "warmup_ms": warm, "outputs": session.outputs(result)}

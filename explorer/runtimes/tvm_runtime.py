@@ -1,0 +1,136 @@
+"""TVM Relax as a :class:`~explorer.runtimes.base.Runtime`: import, compile for a target, run in the Relax VM.
+
+Preparing imports the ONNX graph into Relax (with the input shapes: Relax plans memory and
+fuses with static shapes), tunes it with MetaSchedule when given a budget (trials and/or
+minutes; the database is shared by models, per target: :func:`explorer.lower.relax_tuning.tuning_dir`),
+compiles it with ``tvm.compile`` and loads it into a ``relax.VirtualMachine`` kept in the
+worker. A model the importer cannot take raises :class:`~explorer.lower.RelaxImportFailed`
+with the failing nodes and the fix.
+
+Examples
+--------
+>>> TvmRuntime().name, TvmRuntime().label, TvmRuntime(tune_trials=64).label
+('tvm', 'TVM llvm untuned', 'TVM llvm tuned (64 trials)')
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .. import worker
+from ..model_files import worker_source
+from ..worker import ProgressEvent
+from .base import PreparedSession, session_key
+from .sessions import prepare_tvm
+
+if TYPE_CHECKING:
+    from ..graph import ModelGraph
+
+__all__ = ["TvmRuntime"]
+
+
+@dataclass(frozen=True)
+class TvmRuntime:
+    """TVM Relax compiled for one target.
+
+    Parameters
+    ----------
+    target : str
+        ``llvm`` (this CPU; the only target built here).
+    tune_trials : int
+        MetaSchedule trials in all (0: untuned, unless ``tune_minutes``).
+    tune_minutes : float, optional
+        Stop tuning after this many minutes, keeping what it found.
+    tuning_root : str, optional
+        Where the tuning databases live (default: see :func:`explorer.lower.relax_tuning.tuning_dir`).
+
+    Examples
+    --------
+    >>> TvmRuntime().available()
+    True
+    """
+
+    target: str = "llvm"
+    tune_trials: int = 0
+    tune_minutes: float | None = None
+    tuning_root: str | None = None
+
+    @property
+    def name(self) -> str:
+        """``tvm``, or ``tvm-<target>`` for other targets."""
+        return "tvm" if self.target == "llvm" else f"tvm-{self.target}"
+
+    @property
+    def label(self) -> str:
+        """``TVM llvm untuned``, ``TVM llvm tuned (64 trials)``, ``TVM llvm tuned (10 min)``."""
+        if not self.tuned:
+            return f"TVM {self.target} untuned"
+        budget = [f"{self.tune_trials} trials"] if self.tune_trials else []
+        budget += [f"{self.tune_minutes:g} min"] if self.tune_minutes else []
+        return f"TVM {self.target} tuned ({', '.join(budget)})"
+
+    @property
+    def tuned(self) -> bool:
+        """Whether the compiled code is tuned (a budget was given)."""
+        return self.tune_trials > 0 or bool(self.tune_minutes)
+
+    def available(self) -> bool:
+        """Whether apache-tvm is installed and the target is the CPU (``llvm``)."""
+        return self.target == "llvm" and importlib.util.find_spec("tvm") is not None
+
+    def options(self) -> dict[str, Any]:
+        """``{"target", "tune_trials", "tune_minutes"}``."""
+        return {"target": self.target, "tune_trials": self.tune_trials, "tune_minutes": self.tune_minutes}
+
+    def prepare(
+        self,
+        graph: ModelGraph,
+        input_shapes: Mapping[str, Sequence[int]] | None = None,
+        *,
+        progress: Callable[[ProgressEvent], object] | None = None,
+    ) -> PreparedSession:
+        """Import, compile and load the graph in the worker (or find it there).
+
+        Raises
+        ------
+        RelaxImportFailed
+            The importer could not take the graph (``err.result`` has the nodes and the fix).
+
+        Examples
+        --------
+        >>> from explorer import load
+        >>> TvmRuntime().prepare(load("zoo:mlp"), {"input": [1, 1, 28, 28]}).info["compile_s"] > 0
+        True
+        """
+        from ..lower.relax_import import failed_import, shape_dict
+        from ..lower.relax_pipeline import RelaxImportFailed
+        from .inputs import concrete_input_shapes
+
+        if graph.model is None:
+            raise ValueError("a runtime needs a top-level ONNX graph (one with a ModelProto)")
+        shapes = shape_dict(concrete_input_shapes(graph.model, input_shapes))
+        key = session_key(self, graph, shapes)
+        options = self.options()
+        if self.tuned:
+            from ..lower.relax_tuning import tuning_dir
+
+            options["work_dir"] = str(tuning_dir(self.target, self.tuning_root))
+            options["tuning_key"] = session_key(
+                TvmRuntime(self.target), graph, shapes
+            )  # model, shapes, target
+        info = worker.run_on_model(
+            prepare_tvm,
+            worker_source(graph),
+            key,
+            shapes,
+            options,
+            step=f"{self.label}: import, {'tune, ' if self.tuned else ''}compile",
+            progress=progress,
+            timeout=0 if self.tuned else None,  # tuning stops at its own budget (or when interrupted)
+        )
+        if not info.get("ok", True):
+            raise RelaxImportFailed(failed_import(info, graph, shapes))
+        return PreparedSession(self, key, info, graph, shapes)
