@@ -139,10 +139,11 @@ def build_parser() -> argparse.ArgumentParser:
     lower = commands.add_parser(
         "lower",
         help="lower a model through TVM Relax pass by pass: bindings, PrimFuncs and fused functions per step",
-        description="Import into TVM Relax and run its passes one at a time (by default what tvm.compile "
-        "runs for the CPU: library dispatch, LegalizeOps, AnnotateTIROpPattern, FoldConstant, FuseOps, "
-        "FuseTIR, the dataflow lowering, memory planning and VM finalization). Per step: changed?, time, "
-        "Relax bindings, PrimFuncs, fused functions, kernels, intermediate tensors, storages. A model "
+        description="Import into TVM Relax and run its passes one at a time (by default the CPU's "
+        "default pipeline, the one the build compiles with: library dispatch, LegalizeOps, "
+        "AnnotateTIROpPattern, FoldConstant, FuseOps, FuseTIR, the dataflow lowering, memory planning "
+        "and VM finalization). Per step: changed?, time, Relax bindings, PrimFuncs, fused functions, "
+        "kernels, intermediate tensors, storages. A model "
         f"that does not import: the failing ops with reasons, exit code {EXIT_NOT_IMPORTED}.",
     )
     lower.add_argument("model", metavar="MODEL", help="an .onnx file, or zoo:NAME")
@@ -160,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     lower.add_argument(
         "--passes",
-        help="a pipeline (default: what tvm.compile runs for llvm; zero: LegalizeOps .. FuseTIR) or "
+        help="a pipeline (default: the target's default pipeline; zero: LegalizeOps .. FuseTIR) or "
         "comma-separated relax.transform passes",
     )
     lower.add_argument("--json", action="store_true", help="print one JSON object")

@@ -1,8 +1,9 @@
 """Watch a model lower through TVM Relax: one snapshot after each module-level pass, as a Timeline.
 
 :func:`relax_pipeline` imports the ONNX graph into Relax and runs Relax passes one at a
-time in the worker, capturing the module after each. By default that is what ``tvm.compile``
-runs for the target: library dispatch, then LegalizeOps, AnnotateTIROpPattern, FoldConstant,
+time in the worker, capturing the module after each. By default that is the target's
+default pipeline (``relax.get_default_pipeline``, what the build here compiles with):
+library dispatch, then LegalizeOps, AnnotateTIROpPattern, FoldConstant,
 FuseOps and FuseTIR (the ``zero`` pipeline), then the dataflow lowering (CallTIRRewrite makes
 every kernel write into an explicitly allocated tensor) and memory planning
 (StaticPlanBlockMemory places those tensors in a few reused storages) and the VM
@@ -188,7 +189,7 @@ def relax_pipeline(
     input_shapes : mapping, optional
         Static input shapes for the importer.
     pipeline : {"default", "zero"} or sequence of str
-        ``"default"``: what ``tvm.compile`` runs for ``target``, pass by pass (library
+        ``"default"``: the target's default pipeline, pass by pass (library
         dispatch, legalization and fusion, dataflow lowering, memory planning, VM
         finalization); ``"zero"``: :data:`ZERO_PIPELINE`; or module-level passes of
         ``tvm.relax.transform`` by name.

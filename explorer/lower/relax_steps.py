@@ -55,9 +55,11 @@ ZERO_PIPELINE = ("LegalizeOps", "AnnotateTIROpPattern", "FoldConstant", "FuseOps
 """The module-level passes of TVM's ``zero`` pipeline (``relax.get_pipeline("zero")``), in order."""
 
 PIPELINES = ("default", "zero")
-"""Named pipelines: ``default`` is what ``tvm.compile`` runs for the target (library dispatch,
-legalization and fusion, dataflow lowering, memory planning and VM finalization); ``zero`` is
-:data:`ZERO_PIPELINE`."""
+"""Named pipelines: ``default`` is the target's default pipeline (``relax.get_default_pipeline``:
+library dispatch, legalization and fusion, dataflow lowering, memory planning and VM
+finalization), what :func:`compile_relax` compiles with; ``zero`` is :data:`ZERO_PIPELINE`.
+(``tvm.compile(mod, target="llvm")`` by itself runs TVM 0.27's generic build pipeline, which
+does not fuse on the CPU.)"""
 
 
 def import_relax(path: str, input_shapes: Mapping[str, Sequence[int]] | None = None) -> dict[str, Any]:
@@ -176,9 +178,9 @@ _BACKENDS = {"llvm": "cpu_generic", "cuda": "cuda", "rocm": "rocm"}
 def pipeline_passes(pipeline: str | Sequence[str], target: Any) -> list[Any]:
     """The module-level passes of ``pipeline`` for ``target`` (a ``tvm.target.Target``), as pass objects.
 
-    ``"default"`` is TVM's default build pipeline for the target's backend, pass by pass
-    (``relax.pipeline``'s library dispatch, legalize, dataflow lower and finalize passes:
-    what ``tvm.compile`` runs); ``"zero"`` is :data:`ZERO_PIPELINE`; a sequence names passes
+    ``"default"`` is the target backend's default pipeline, pass by pass (its library
+    dispatch, legalize, dataflow lower and finalize passes: ``relax.get_default_pipeline``);
+    ``"zero"`` is :data:`ZERO_PIPELINE`; a sequence names passes
     of ``relax.transform`` (or ``relax.backend``). Runs where TVM is (the worker).
 
     Raises
@@ -386,7 +388,8 @@ def build_relax(
 def compile_relax(
     path: str, input_shapes: Mapping[str, Sequence[int]] | None, target: str = "llvm"
 ) -> dict[str, Any]:
-    """Import ``path`` and ``tvm.compile`` it (untuned) for ``target``, in this process (the worker).
+    """Import ``path`` and compile it (untuned) for ``target`` with the target's default pipeline
+    (fusion included), in this process (the worker).
 
     Returns
     -------
@@ -403,10 +406,14 @@ def compile_relax(
     if not imported["ok"]:
         return imported
     import tvm
+    from tvm import relax
 
     built_for = _target(target)
     started = time.perf_counter()
-    executable = tvm.compile(imported["module"], target=built_for)
+    # the target's default pipeline, with fusion: TVM 0.27's tvm.compile alone does not fuse on the CPU
+    executable = tvm.compile(
+        imported["module"], target=built_for, relax_pipeline=relax.get_default_pipeline(built_for)
+    )
     return {
         "ok": True,
         "executable": executable,

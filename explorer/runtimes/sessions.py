@@ -46,6 +46,7 @@ __all__ = [
     "run_session",
     "time_session",
     "has_session",
+    "profile_session",
 ]
 
 MAX_SESSIONS = 8
@@ -64,6 +65,9 @@ class _Session:
     call: Callable[[Any], Any]
     outputs: Callable[[Any], list[np.ndarray]]
     info: dict[str, Any]
+    profile: Callable[[str, Any, int], list[dict[str, Any]]] | None = None
+    """``profile(model path, bound inputs, runs)`` -> one record per kernel call: ``name``, ``op``,
+    ``ms``, ``run`` (ONNX Runtime profiles a second session made from the file)."""
 
 
 _SESSIONS: OrderedDict[str, _Session] = OrderedDict()
@@ -133,6 +137,12 @@ def prepare_ort(path: str, key: str, options: Mapping[str, Any]) -> dict[str, An
     session = ort_session(path, [provider], str(options.get("optimization", "all")), threads=threads)
     prepare_s = time.perf_counter() - started
     names = [o.name for o in session.get_outputs()]
+
+    def profile(model_path: str, feeds: Any, runs: int) -> list[dict[str, Any]]:
+        return _ort_profile(
+            model_path, provider, str(options.get("optimization", "all")), threads, feeds, runs
+        )
+
     info = {
         "runtime": "ort",
         "prepare_s": prepare_s,
@@ -147,6 +157,7 @@ def prepare_ort(path: str, key: str, options: Mapping[str, Any]) -> dict[str, An
             call=lambda feeds: session.run(names, feeds),
             outputs=lambda result: [np.asarray(r) for r in result],
             info=info,
+            profile=profile,
         ),
     )
 
@@ -201,6 +212,10 @@ def prepare_tvm(
 
     machine = relax.VirtualMachine(compiled["executable"], tvm.cpu())
     main = machine["main"]
+
+    def profile(model_path: str, args: Any, runs: int) -> list[dict[str, Any]]:
+        return _vm_profile(machine, args, runs)
+
     info = {
         "runtime": "tvm",
         "ok": True,
@@ -222,6 +237,7 @@ def prepare_tvm(
             call=lambda args: main(*args),
             outputs=relax_outputs,
             info=info,
+            profile=profile,
         ),
     )
 
@@ -294,3 +310,100 @@ def time_session(
     if result is None:
         result = session.call(bound)
     return {"times_ms": times, "warmup_ms": warm, "outputs": session.outputs(result)}
+
+
+def _ort_profile(
+    path: str, provider: str, optimization: str, threads: int, feeds: Any, runs: int
+) -> list[dict[str, Any]]:
+    """Per-node times from ONNX Runtime's profiler: a second session like the prepared one, with
+    ``enable_profiling`` (the model file is read again: profiling is a session option)."""
+    import json
+    import tempfile
+
+    from ..native import ort_session
+
+    with tempfile.TemporaryDirectory(prefix="ort-profile-") as folder:
+        session = ort_session(
+            path, [provider], optimization, threads=threads, profile_prefix=os.path.join(folder, "profile")
+        )
+        session.run(None, feeds)  # warm-up, discarded below
+        for _ in range(runs):
+            session.run(None, feeds)
+        with open(session.end_profiling(), encoding="utf-8") as trace:
+            events = json.load(trace)
+    records = []
+    run = -1  # each run's SequentialExecutor::Execute event starts before its node events
+    for event in sorted(events, key=lambda e: (int(e.get("ts", 0)), e.get("cat") != "Session")):
+        if event.get("cat") == "Session" and str(event.get("name", "")).endswith("Executor::Execute"):
+            run += 1
+        if event.get("cat") != "Node" or not str(event.get("name", "")).endswith("_kernel_time"):
+            continue
+        args = event.get("args", {})
+        records.append(
+            {
+                "name": event["name"].removesuffix("_kernel_time"),
+                "op": args.get("op_name", ""),
+                "ms": float(event.get("dur", 0)) / 1000.0,
+                "run": run,
+                "provider": args.get("provider", ""),
+            }
+        )
+    return [{**r, "run": r["run"] - 1} for r in records if r["run"] >= 1]  # run 0 was the warm-up
+
+
+def _vm_profile(machine: Any, args: Any, runs: int) -> list[dict[str, Any]]:
+    """Per-call times in the Relax VM, from ``VirtualMachine.set_instrument`` (TVM 0.27 has no profiler)."""
+    records: list[dict[str, Any]] = []
+    started: list[int] = []
+    state = {"run": 0}
+
+    def instrument(func: Any, symbol: str, before_run: bool, ret_value: Any, *call_args: Any) -> int:
+        if before_run:
+            started.append(time.perf_counter_ns())
+        else:
+            elapsed = (time.perf_counter_ns() - started.pop()) / 1e6
+            records.append({"name": str(symbol), "op": str(symbol), "ms": elapsed, "run": state["run"]})
+        return 0  # VMInstrumentReturnKind.NO_OP
+
+    main = machine["main"]
+    main(*args)  # warm-up
+    machine.set_instrument(instrument)
+    try:
+        for run in range(runs):
+            state["run"] = run
+            main(*args)
+    finally:
+        machine.set_instrument(lambda *a: 0)
+    return records
+
+
+def profile_session(path: str, key: str, feeds: Mapping[str, np.ndarray], runs: int = 10) -> dict[str, Any]:
+    """Per-kernel times of the session under ``key`` (prepared from the model at ``path``) over
+    ``runs`` runs (after one warm-up).
+
+    Returns
+    -------
+    dict
+        ``{"records": [{"name", "op", "ms", "run"}, ...], "runs", "run_ms": [total per run]}``:
+        ONNX Runtime's node events (names of the graph it ran), or the Relax VM's calls
+        (PrimFunc and runtime-function symbols).
+
+    Raises
+    ------
+    SessionGone
+        No session under that key in this worker.
+
+    Examples
+    --------
+    >>> profile_session.__name__
+    'profile_session'
+    """
+    session = _get(key)
+    if session.profile is None:
+        raise ValueError(f"session {key!r} cannot be profiled")
+    bound = session.bind(feeds)
+    records = session.profile(path, bound, max(1, int(runs)))
+    totals: dict[int, float] = {}
+    for record in records:
+        totals[record["run"]] = totals.get(record["run"], 0.0) + record["ms"]
+    return {"records": records, "runs": len(totals), "run_ms": [totals[k] for k in sorted(totals)]}

@@ -165,7 +165,7 @@ def test_lower_json_contract_per_step(capsys: pytest.CaptureFixture[str]) -> Non
     data = json.loads(capsys.readouterr().out)
     steps = data["steps"]
     zero = ["LegalizeOps", "AnnotateTIROpPattern", "FoldConstant", "FuseOps", "FuseTIR"]
-    names = [s["pass"] for s in steps]  # by default what tvm.compile runs
+    names = [s["pass"] for s in steps]  # by default the target's default pipeline
     assert [n for n in names if n in zero] == zero and names[-1] == "AttachGlobalSymbol"
     for step in steps:
         assert {"pass", "changed", "elapsed_ms", "bindings", "prim_funcs", "fused"} <= set(step)

@@ -124,7 +124,7 @@ def test_a_lowering_timeline_shows_the_tir_of_the_step() -> None:
     from tests.explorer.lower.test_relax_pipeline import _conv_add_relu
     from widgets import TimelineStepper
 
-    stepper = TimelineStepper(relax_pipeline(load(_conv_add_relu())))
+    stepper = TimelineStepper(relax_pipeline(load(_conv_add_relu()), pipeline="zero"))
     assert stepper.step == 1 and stepper.tir_panel.layout.display == ""
     assert set(stepper.tir_menu.options) == {"add", "conv2d", "relu"}
     assert "changed by this step" in stepper.tir_text.value and "+@T.prim_func" in stepper.tir_text.value

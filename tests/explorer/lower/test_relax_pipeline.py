@@ -63,7 +63,7 @@ def test_a_snapshot_per_module_level_pass_and_the_known_fusion() -> None:
 def test_every_zoo_model_lowers_with_a_snapshot_per_pass_after_the_import_fixes(name: str) -> None:
     graph = load(f"zoo:{name}")
     imported = relax_import(graph, concrete_input_shapes(graph.model)).fixed()
-    timeline = relax_pipeline(imported.source, imported.input_shapes)  # what tvm.compile runs
+    timeline = relax_pipeline(imported.source, imported.input_shapes)  # the target's default pipeline
     names = [s.name for s in timeline.snapshots]
     assert [n for n in names if n in ZERO_PIPELINE] == list(ZERO_PIPELINE)
     assert names.index("FuseTIR") < names.index("CallTIRRewrite") < names.index("StaticPlanBlockMemory")

@@ -1,0 +1,293 @@
+"""Where the time goes: per-kernel times from each runtime, mapped onto the ONNX graph's nodes.
+
+ONNX Runtime's profiler (``SessionOptions.enable_profiling``) times every node of the graph
+it ran, which after its optimisations is not the graph loaded: a fused node is named after
+one of its members or after the tensor it writes (``/relu/Relu_output_0_nchwc``), and layout
+reorders exist only there. TVM 0.27's Relax VM has no profiler flag; its instrument hook
+(``VirtualMachine.set_instrument``) times every call, PrimFunc kernels and runtime functions.
+:func:`profile` gathers either into a :class:`Profile`, and maps each kernel onto the ONNX
+node that does its work: an ORT node by its name, or through the tensor it writes and up to
+the member whose op it runs; a TVM kernel through the Relax lowering's ``origin`` (the n-th
+call of a PrimFunc is its n-th call site), onto the heaviest ONNX node it came from (a
+convolution before the batch norm and ReLU fused into it). What cannot be mapped is listed,
+and :attr:`Profile.coverage` says how much of the time the overlay holds.
+
+Examples
+--------
+>>> from explorer import load
+>>> from explorer.runtimes import OrtRuntime, random_feeds
+>>> graph = load("zoo:mlp")
+>>> prof = profile(OrtRuntime(optimization="disable").prepare(graph), random_feeds(graph.model), runs=3)
+>>> prof.coverage, "/fc1/Gemm" in prof.node_ms
+(1.0, True)
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .. import worker
+from ..model_files import worker_source
+from .base import PreparedSession
+from .sessions import SessionGone, profile_session
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..graph import ModelGraph
+
+__all__ = ["KernelTime", "Profile", "profile", "HEAVY_CATEGORIES"]
+
+HEAVY_CATEGORIES = ("conv", "pooling", "normalization", "reduction")
+"""Op categories that do a fused kernel's work, in order: the node its time is put on."""
+
+
+@dataclass(frozen=True)
+class KernelTime:
+    """One kernel (an ORT node, a TVM call site) and its time per inference.
+
+    Attributes
+    ----------
+    name : str
+        As the runtime names it (ORT's node name; TVM's PrimFunc symbol, ``#N`` for its N-th call).
+    op : str
+        The op it runs (ORT's op, TVM's PrimFunc).
+    ms : float
+        Mean milliseconds per inference.
+    node : str or None
+        The ONNX graph node it is put on (None: not mapped).
+    """
+
+    name: str
+    op: str
+    ms: float
+    node: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready fields.
+
+        Examples
+        --------
+        >>> KernelTime("a", "Conv", 1.0, "a").to_dict()["node"]
+        'a'
+        """
+        return {"name": self.name, "op": self.op, "ms": self.ms, "node": self.node}
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A runtime's per-kernel times on one model, and the same mapped onto its ONNX nodes.
+
+    Attributes
+    ----------
+    runtime, label : str
+        Who ran it.
+    runs : int
+        Profiled inferences (after a warm-up).
+    run_ms : float
+        Mean of the kernels' total per inference.
+    kernels : tuple of KernelTime
+        Every kernel, slowest first.
+    node_ms : dict
+        ONNX node id -> milliseconds per inference (an overlay for ``GraphView``).
+    """
+
+    runtime: str
+    label: str
+    runs: int
+    run_ms: float
+    kernels: tuple[KernelTime, ...]
+    node_ms: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def coverage(self) -> float:
+        """Share of the kernels' time the node overlay holds (1.0: all of it).
+
+        Examples
+        --------
+        >>> kernels = (KernelTime("a", "x", 1.5, "a"), KernelTime("b", "y", 0.5, None))
+        >>> Profile("r", "r", 1, 2.0, kernels).coverage
+        0.75
+        """
+        total = sum(k.ms for k in self.kernels)
+        return 1.0 if total == 0 else round(sum(k.ms for k in self.kernels if k.node) / total, 6)
+
+    @property
+    def unmapped(self) -> tuple[str, ...]:
+        """Kernels not put on any ONNX node (layout reorders, runtime functions).
+
+        Examples
+        --------
+        >>> Profile("r", "r", 1, 1.0, (KernelTime("a", "x", 1.0, None),)).unmapped
+        ('a',)
+        """
+        return tuple(k.name for k in self.kernels if k.node is None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: the totals, coverage and every kernel.
+
+        Examples
+        --------
+        >>> Profile("r", "r", 1, 1.0, ()).to_dict()["coverage"]
+        1.0
+        """
+        return {
+            "runtime": self.runtime,
+            "label": self.label,
+            "runs": self.runs,
+            "run_ms": self.run_ms,
+            "coverage": self.coverage,
+            "kernels": [k.to_dict() for k in self.kernels],
+        }
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per kernel, slowest first, with its share of the time.
+
+        Examples
+        --------
+        >>> Profile("r", "r", 1, 1.0, (KernelTime("a", "x", 1.0, "a"),)).to_frame()["share"].tolist()
+        [1.0]
+        """
+        import pandas as pd
+
+        frame = pd.DataFrame([k.to_dict() for k in self.kernels], columns=["name", "op", "ms", "node"])
+        total = frame["ms"].sum() if len(frame) else 0.0
+        frame["share"] = frame["ms"] / total if total else 0.0
+        return frame
+
+
+_ORT_SUFFIXES = re.compile(r"(_nchwc|_token_\d+|_fused\w*)$")
+
+
+def _ort_node(graph: ModelGraph, name: str, op: str, producers: Mapping[str, str]) -> str | None:
+    """The ONNX node an ORT profiler node stands for: by name, else by the tensor it writes and up
+    the chain of single producers to the member running ``op`` (the Conv of a Conv+Relu)."""
+    nodes = graph.nx.nodes
+    name = name.removeprefix("fused ")  # ORT's name for a node it fused (FusedGemm, ...)
+    if name in nodes and nodes[name]["kind"] == "op":
+        return name
+    tensor = name
+    while _ORT_SUFFIXES.search(tensor):
+        tensor = _ORT_SUFFIXES.sub("", tensor)
+    start = producers.get(tensor) or (tensor if tensor in nodes and nodes[tensor]["kind"] == "op" else None)
+    node = start
+    for _ in range(4):  # a fusion of a few nodes: walk up to the one whose op ORT ran
+        if node is None or nodes[node]["op_type"] == op:
+            break
+        ops = [p for p in graph.nx.predecessors(node) if nodes[p]["kind"] == "op"]
+        node = ops[0] if len(ops) == 1 else None
+    return node if node is not None and nodes[node]["op_type"] == op else start
+
+
+def _ort_kernels(graph: ModelGraph, records: Sequence[Mapping[str, Any]], runs: int) -> list[KernelTime]:
+    producers = {
+        out: node for node, d in graph.nx.nodes(data=True) if d["kind"] == "op" for out in d["outputs"] if out
+    }
+    totals: dict[tuple[str, str], float] = defaultdict(float)
+    for record in records:
+        totals[(record["name"], record["op"])] += record["ms"]
+    return [
+        KernelTime(name, op, ms / runs, _ort_node(graph, name, op, producers))
+        for (name, op), ms in totals.items()
+    ]
+
+
+def _anchor(source: ModelGraph, origins: Sequence[str]) -> str | None:
+    """The ONNX node a fused kernel's time goes on: its first member in :data:`HEAVY_CATEGORIES` order."""
+    from ..op_categories import category_of
+
+    members = [o for o in origins if source.nx.has_node(o)]
+    for category in HEAVY_CATEGORIES:
+        for member in members:
+            if category_of(source.nx.nodes[member]) == category:
+                return member
+    return members[0] if members else None
+
+
+def _tvm_kernels(
+    graph: ModelGraph,
+    shapes: Mapping[str, Sequence[int]] | None,
+    records: Sequence[Mapping[str, Any]],
+    runs: int,
+) -> list[KernelTime]:
+    """TVM calls per run, the n-th call of a PrimFunc mapped to its n-th call site after FuseTIR."""
+    from ..lower.relax_pipeline import relax_pipeline
+
+    lowered = relax_pipeline(graph, shapes, "zero")[-1].graph
+    sites: dict[str, list[tuple[str, ...]]] = defaultdict(list)
+    ordered = sorted(
+        (d for _, d in lowered.nx.nodes(data=True) if d["kind"] == "op" and d["op"] == "relax.call_tir"),
+        key=lambda d: d["index"],
+    )
+    for d in ordered:
+        sites[d["op_type"]].append(tuple(d["origin"]))
+    per_run: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    totals: dict[tuple[str, int], float] = defaultdict(float)
+    for record in records:
+        seen = per_run[record["run"]]
+        nth = seen[record["name"]]
+        seen[record["name"]] += 1
+        totals[(record["name"], nth)] += record["ms"]
+    kernels = []
+    runtime_calls: dict[str, float] = defaultdict(float)  # vm.builtin.*: no call site, one row each
+    for (symbol, nth), ms in totals.items():
+        calls = sites.get(symbol, [])
+        if not calls:
+            runtime_calls[symbol] += ms
+            continue
+        node = _anchor(graph, calls[nth]) if nth < len(calls) else None
+        name = symbol if len(calls) == 1 else f"{symbol}#{nth}"
+        kernels.append(KernelTime(name, symbol, ms / runs, node))
+    kernels += [KernelTime(symbol, symbol, ms / runs, None) for symbol, ms in runtime_calls.items()]
+    return kernels
+
+
+def profile(session: PreparedSession, feeds: Mapping[str, np.ndarray], runs: int = 5) -> Profile:
+    """Time every kernel of a prepared session over ``runs`` inferences and map them onto its graph.
+
+    Parameters
+    ----------
+    session : PreparedSession
+        From ``OrtRuntime().prepare(...)`` or ``TvmRuntime().prepare(...)``.
+    feeds : mapping
+        The inputs.
+    runs : int
+        Profiled inferences (after one warm-up).
+
+    Returns
+    -------
+    Profile
+
+    Examples
+    --------
+    >>> from explorer import load
+    >>> from explorer.runtimes import TvmRuntime, random_feeds
+    >>> g = load("zoo:mlp")
+    >>> p = profile(TvmRuntime().prepare(g), random_feeds(g.model), runs=2)
+    >>> p.kernels[0].node, p.runs
+    ('/fc1/Gemm', 2)
+    """
+    graph = session.graph
+    try:
+        out = worker.run_on_model(profile_session, worker_source(graph), session.key, dict(feeds), runs)
+    except SessionGone:
+        session.runtime.prepare(graph, session.input_shapes)
+        out = worker.run_on_model(profile_session, worker_source(graph), session.key, dict(feeds), runs)
+    count = max(1, int(out["runs"]))
+    if session.runtime.name.startswith("tvm"):
+        kernels = _tvm_kernels(graph, session.input_shapes, out["records"], count)
+    else:
+        kernels = _ort_kernels(graph, out["records"], count)
+    kernels.sort(key=lambda k: -k.ms)
+    node_ms: dict[str, float] = defaultdict(float)
+    for kernel in kernels:
+        if kernel.node is not None:
+            node_ms[kernel.node] += kernel.ms
+    run_ms = float(np.mean(out["run_ms"])) if out["run_ms"] else 0.0
+    return Profile(session.runtime.name, session.runtime.label, count, run_ms, tuple(kernels), dict(node_ms))
