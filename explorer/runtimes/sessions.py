@@ -186,6 +186,8 @@ def prepare_tvm(
     """
     if key in _SESSIONS:
         return {**_get(key).info, "reused": True}
+    import tvm.relax.frontend.onnx
+
     from ..lower.relax_steps import compile_relax, relax_outputs
 
     started = time.perf_counter()
