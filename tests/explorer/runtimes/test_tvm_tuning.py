@@ -1,4 +1,4 @@
-"""TVM tuned with MetaSchedule under a budget (real TVM): correct, its database reused, a minute budget kept."""
+"""TVM tuned with MetaSchedule under a budget (real TVM): correct, database reused, a minute budget kept."""
 
 from __future__ import annotations
 

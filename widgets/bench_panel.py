@@ -1,0 +1,209 @@
+"""BenchPanel: choose runtimes and options, run a benchmark with a progress bar, read the results.
+
+Above: which runtimes (ONNX Runtime, TVM), ONNX Runtime's optimisation level and threads,
+TVM's tuning budget (trials, 0: untuned), a run button and a progress bar. Below, once it
+ran: the latency distributions side by side (box or violin), a table (median, p90, runs,
+prepare time, agreement with the first runtime), and the graph coloured by where each
+runtime spends its time (per-node overlays from :func:`explorer.runtimes.profile.profile`,
+one entry per runtime in the graph's colour menu). The measurement is
+:func:`explorer.runtimes.bench`; the figures are :mod:`explorer.runtime_figures`; this class
+wires state and events.
+
+Examples
+--------
+>>> panel = BenchPanel("zoo:mlp", min_runs=3, min_seconds=0.0)
+>>> report = panel.run()
+>>> [r.runtime for r in report.results], panel.status.value.startswith("done")
+(['ort', 'tvm'], True)
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import ipywidgets as w
+
+from explorer import load
+from explorer.graph import ModelGraph
+from explorer.native import ORT_LEVELS
+from explorer.runtime_figures import kernel_time_figure, latency_figure
+from explorer.runtimes import OrtRuntime, TvmRuntime, bench, random_feeds
+from explorer.runtimes.bench import BenchReport
+from explorer.runtimes.inputs import concrete_input_shapes
+from explorer.runtimes.profile import Profile, profile
+
+from .figure_widget import GraphFigureWidget
+from .graph_view import GraphView
+
+__all__ = ["BenchPanel"]
+
+
+class BenchPanel(w.VBox):
+    """Run ONNX Runtime and TVM side by side on one model and show latency, agreement and time per node.
+
+    Parameters
+    ----------
+    source : ModelGraph or anything :func:`explorer.load` takes
+        The model.
+    input_shapes : mapping, optional
+        Shapes of dynamic inputs.
+    min_runs, min_seconds, max_seconds : optional
+        The measurement (see :func:`explorer.runtimes.bench`).
+
+    Examples
+    --------
+    >>> BenchPanel("zoo:mlp").runtimes.value
+    ('ort', 'tvm')
+    """
+
+    def __init__(
+        self,
+        source: Any,
+        *,
+        input_shapes: dict[str, list[int]] | None = None,
+        min_runs: int = 10,
+        min_seconds: float = 1.0,
+        max_seconds: float = 30.0,
+    ) -> None:
+        self.graph: ModelGraph = source if isinstance(source, ModelGraph) else load(source)
+        self.input_shapes = input_shapes
+        self.limits = {"min_runs": min_runs, "min_seconds": min_seconds, "max_seconds": max_seconds}
+        self.report: BenchReport | None = None
+        self.profiles: dict[str, Profile] = {}
+        self.runtimes = w.SelectMultiple(
+            options=[("ONNX Runtime", "ort"), ("TVM", "tvm")],
+            value=("ort", "tvm"),
+            description="runtimes",
+            rows=2,
+        )
+        self.ort_level = w.Dropdown(options=list(ORT_LEVELS), value="all", description="ORT level")
+        self.ort_threads = w.BoundedIntText(value=0, min=0, max=256, description="ORT threads")
+        self.tune_trials = w.BoundedIntText(value=0, min=0, max=100_000, description="TVM trials")
+        self.kind = w.ToggleButtons(options=["box", "violin"], value="box")
+        self.run_button = w.Button(description="run", button_style="primary", _dom_classes=("oge-bench-run",))
+        self.progress = w.FloatProgress(value=0.0, min=0.0, max=1.0, description="")
+        self.status = w.HTML("<i>choose runtimes, then run</i>", _dom_classes=("oge-bench-status",))
+        self.latency = GraphFigureWidget()  # plotly.js from the shared bundle, as the graph views
+        self.table = w.HTML(_dom_classes=("oge-bench-table",))
+        self.time_menu = w.Dropdown(options=[], description="colour by time")
+        self.kernels = GraphFigureWidget()
+        self.view = GraphView(self.graph)
+        self.run_button.on_click(lambda _: self.run())
+        self.kind.observe(lambda _: self._draw_latency(), names="value")
+        self.time_menu.observe(self._on_time_menu, names="value")
+        controls = w.VBox(
+            [
+                w.HBox([self.runtimes, w.VBox([self.ort_level, self.ort_threads, self.tune_trials])]),
+                w.HBox([self.run_button, self.progress, self.status]),
+            ]
+        )
+        super().__init__(
+            [controls, self.kind, self.latency, self.table, self.time_menu, self.kernels, self.view],
+            _dom_classes=("oge-bench-panel",),
+        )
+
+    def chosen(self) -> list[Any]:
+        """The runtimes the controls describe, in the order shown.
+
+        Examples
+        --------
+        >>> [r.label for r in BenchPanel("zoo:mlp").chosen()]
+        ['ONNX Runtime CPU (all)', 'TVM llvm untuned']
+        """
+        runtimes: list[Any] = []
+        if "ort" in self.runtimes.value:
+            runtimes.append(
+                OrtRuntime(optimization=self.ort_level.value, threads=int(self.ort_threads.value))
+            )
+        if "tvm" in self.runtimes.value:
+            runtimes.append(TvmRuntime(tune_trials=int(self.tune_trials.value)))
+        return runtimes
+
+    def _progress(self, label: str, event: Any) -> None:
+        if event is None:
+            return
+        if event.fraction is not None:
+            self.progress.value = float(event.fraction)
+        if event.message:
+            self.status.value = f"{html.escape(label)}: {html.escape(event.message)}"
+
+    def run(self) -> BenchReport:
+        """Benchmark the chosen runtimes, then profile each and show everything.
+
+        Examples
+        --------
+        >>> panel = BenchPanel("zoo:mlp", min_runs=3, min_seconds=0.0)
+        >>> panel.runtimes.value = ("ort",)
+        >>> panel.run().results[0].runs >= 3
+        True
+        """
+        self.run_button.disabled = True
+        self.progress.value = 0.0
+        try:
+            self.report = bench(
+                self.graph,
+                self.chosen(),
+                input_shapes=self.input_shapes,
+                progress=self._progress,
+                **self.limits,
+            )
+            self.status.value = "profiling: where the time goes"
+            feeds = random_feeds(self.graph.model, concrete_input_shapes(self.graph.model, self.input_shapes))
+            self.profiles = {}
+            for runtime in self.chosen():
+                if runtime.available():
+                    session = runtime.prepare(self.graph, self.input_shapes)
+                    self.profiles[runtime.label] = profile(session, feeds, runs=3)
+            for label, prof in self.profiles.items():
+                self.view.set_overlay(f"time: {label}", prof.node_ms)
+        except Exception as err:  # shown in the panel; the kernel and the panel stay usable
+            self.status.value = f"<b>failed</b>: {html.escape(type(err).__name__)}: {html.escape(str(err))}"
+            raise
+        finally:
+            self.run_button.disabled = False
+        self.progress.value = 1.0
+        self._draw_latency()
+        self.table.value = self._table_html()
+        labels = list(self.profiles)
+        self.time_menu.options = labels
+        if labels:
+            self.time_menu.value = labels[0]
+            self._on_time_menu({"new": labels[0]})
+        skipped = f"; skipped: {', '.join(n for n, _ in self.report.skipped)}" if self.report.skipped else ""
+        self.status.value = f"done: {len(self.report.results)} runtimes{skipped}"
+        return self.report
+
+    def _draw_latency(self) -> None:
+        if self.report is None:
+            return
+        figure = latency_figure(self.report, kind=self.kind.value)
+        with self.latency.batch_update():
+            self.latency.data = []
+            self.latency.add_traces(list(figure.data))
+            self.latency.layout = figure.layout
+
+    def _on_time_menu(self, change: dict[str, Any]) -> None:
+        label = change.get("new")
+        if not label or label not in self.profiles:
+            return
+        figure = kernel_time_figure(self.profiles[label])
+        with self.kernels.batch_update():
+            self.kernels.data = []
+            self.kernels.add_traces(list(figure.data))
+            self.kernels.layout = figure.layout
+        name = f"time: {label}"
+        if self.view.color_menu.value != name:
+            self.view.color_menu.value = name
+
+    def _table_html(self) -> str:
+        assert self.report is not None
+        head = "<tr><th>runtime</th><th>median ms</th><th>p90 ms</th><th>runs</th><th>prepare s</th>"
+        head += "<th>max abs err</th><th>agrees</th></tr>"
+        rows = [
+            f"<tr><td>{html.escape(r.label)}</td><td>{r.median_ms:.3f}</td><td>{r.p90_ms:.3f}</td>"
+            f"<td>{r.runs}</td><td>{r.prepare_s:.2f}</td><td>{r.max_abs_err:.2e}</td>"
+            f"<td>{'yes' if r.agrees else '<b>no</b>'}</td></tr>"
+            for r in self.report.results
+        ]
+        return f"<table class='oge-bench'>{head}{''.join(rows)}</table>"
