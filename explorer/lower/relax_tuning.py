@@ -18,6 +18,7 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -174,9 +175,16 @@ def _progress_callback(total: int, minutes: float | None) -> Any:
                 min(1.0, self.trials / max(total, 1)),
                 f"task {task_id}: {self.trials}/{total} trials{shown}, {len(self.best)} tasks measured",
             )
-            if minutes is not None and time.perf_counter() - self.started > minutes * 60:
-                self.out_of_time = True
-                raise TimeoutError(f"tuning budget of {minutes} min spent")
+            if (
+                minutes is not None
+                and not self.out_of_time
+                and time.perf_counter() - self.started > minutes * 60
+            ):
+                self.out_of_time = True  # stop every task: the scheduler ends after this batch
+                for task in range(len(task_scheduler.tasks_)):
+                    with contextlib.suppress(Exception):  # one already finished
+                        task_scheduler.terminate_task(task)
+                worker.report(1.0, f"tuning budget of {minutes:g} min spent: {self.trials} trials")
 
     return Progress()
 
@@ -234,24 +242,20 @@ def compile_tuned(
     if trials > 0 and before < trials:
         callback = _progress_callback(trials, minutes)
         started = time.perf_counter()
-        try:
-            ms.relax_integration.tune_relax(
-                mod,
-                {},
-                built_for,
-                str(folder),
-                max_trials_global=trials,
-                max_trials_per_task=per_task,
-                num_trials_per_iter=min(64, max(4, trials // max(len(tasks), 1))),
-                measure_callbacks=[*MeasureCallback.create("default"), callback],
-                # 30 s (the default) is too little for a build on 2 busy cores
-                builder=ms.builder.LocalBuilder(timeout_sec=BUILD_TIMEOUT_S, f_build=build_candidate),
-                runner=ms.runner.LocalRunner(timeout_sec=BUILD_TIMEOUT_S),
-            )
-        except Exception:
-            if not callback.out_of_time:
-                raise
-            out_of_time = True  # the records committed so far are in the database
+        ms.relax_integration.tune_relax(
+            mod,
+            {},
+            built_for,
+            str(folder),
+            max_trials_global=trials,
+            max_trials_per_task=per_task,
+            num_trials_per_iter=min(64, max(4, trials // max(len(tasks), 1))),
+            measure_callbacks=[*MeasureCallback.create("default"), callback],
+            # 30 s (the default) is too little for a build on 2 busy cores
+            builder=ms.builder.LocalBuilder(timeout_sec=BUILD_TIMEOUT_S, f_build=build_candidate),
+            runner=ms.runner.LocalRunner(timeout_sec=BUILD_TIMEOUT_S),
+        )
+        out_of_time = callback.out_of_time  # the records committed so far are in the database
         tune_s = time.perf_counter() - started
         _record(folder, key, trials)
     started = time.perf_counter()

@@ -281,7 +281,7 @@ def profile(session: PreparedSession, feeds: Mapping[str, np.ndarray], runs: int
         out = worker.run_on_model(profile_session, worker_source(graph), session.key, dict(feeds), runs)
     count = max(1, int(out["runs"]))
     if session.runtime.name.startswith("tvm"):
-        kernels = _tvm_kernels(graph, session.input_shapes, out["records"], count)
+        kernels = _tvm_kernels(graph, session.input_shapes, out["records"], count, session.runtime.tuned)
     else:
         kernels = _ort_kernels(graph, out["records"], count)
     kernels.sort(key=lambda k: -k.ms)

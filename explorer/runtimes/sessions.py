@@ -47,6 +47,7 @@ __all__ = [
     "time_session",
     "has_session",
     "profile_session",
+    "RPC_REQUEST_TIMEOUT_S",
 ]
 
 MAX_SESSIONS = 8
@@ -65,6 +66,9 @@ class _Session:
     call: Callable[[Any], Any]
     outputs: Callable[[Any], list[np.ndarray]]
     info: dict[str, Any]
+    timer: Callable[[Any], float] | None = None
+    """``timer(bound inputs)`` -> milliseconds of one run measured where it ran (a remote device),
+    instead of the clock here around :attr:`call`."""
     profile: Callable[[str, Any, int], list[dict[str, Any]]] | None = None
     """``profile(model path, bound inputs, runs)`` -> one record per kernel call: ``name``, ``op``,
     ``ms``, ``run`` (ONNX Runtime profiles a second session made from the file)."""
@@ -213,6 +217,8 @@ def prepare_tvm(
     import tvm
     from tvm import relax
 
+    if options.get("rpc_tracker"):
+        return _keep(key, _remote_session(compiled, options, started))
     machine = relax.VirtualMachine(compiled["executable"], tvm.cpu())
     main = machine["main"]
 
@@ -242,6 +248,103 @@ def prepare_tvm(
             info=info,
             profile=profile,
         ),
+    )
+
+
+RPC_REQUEST_TIMEOUT_S = 60.0
+"""Seconds to wait for the tracker to hand out a server before giving up with a clear error."""
+
+
+def _request_remote(tracker_address: str, key: str, timeout: float) -> Any:
+    """A session on a free server registered under ``key`` at the tracker, or a clear error."""
+    import threading
+
+    from tvm import rpc
+
+    host, _, port = tracker_address.rpartition(":")
+    try:
+        tracker = rpc.connect_tracker(host, int(port))
+        summary = tracker.summary()
+    except Exception as err:
+        raise ConnectionError(f"no RPC tracker answers at {tracker_address}: {err}") from None
+    servers = [s for s in summary.get("server_info", []) if str(s.get("key", "")).split(":")[-1] == key]
+    if not servers:
+        known = sorted({str(s.get("key", "")).split(":")[-1] for s in summary.get("server_info", [])})
+        raise ConnectionError(
+            f"no RPC server is registered under key {key!r} at tracker {tracker_address} "
+            f"(keys there: {', '.join(known) or 'none'}); start one with python -m tvm.exec.rpc_server "
+            f"--tracker {tracker_address} --key {key}"
+        )
+    box: dict[str, Any] = {}
+
+    def ask() -> None:
+        try:
+            box["session"] = tracker.request(key, priority=1, session_timeout=0, max_retry=3)
+        except Exception as err:  # reported below
+            box["error"] = err
+
+    thread = threading.Thread(target=ask, daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if "session" in box:
+        return box["session"]
+    why = box.get("error") or f"none was free within {timeout:.0f} s"
+    raise ConnectionError(f"the tracker at {tracker_address} gave no server for key {key!r}: {why}")
+
+
+def _remote_session(compiled: Mapping[str, Any], options: Mapping[str, Any], started: float) -> _Session:
+    """Upload the compiled library to a server from the tracker, and run and time it there."""
+    import tempfile
+
+    import tvm
+    from tvm import relax
+
+    from ..lower.relax_steps import relax_outputs
+
+    tracker, key = str(options["rpc_tracker"]), str(options["rpc_key"])
+    remote = _request_remote(tracker, key, float(options.get("rpc_timeout", RPC_REQUEST_TIMEOUT_S)))
+    folder = tempfile.mkdtemp(prefix="explorer-rpc-")
+    library = os.path.join(folder, "model.so")
+    compiled["executable"].export_library(library)
+    remote.upload(library)
+    device = remote.cpu()
+    machine = relax.VirtualMachine(remote.load_module("model.so"), device)
+    evaluator = machine.time_evaluator("main", device, number=1, repeat=1)
+
+    def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any) -> Any:
+            try:
+                return fn(*args)
+            except Exception as err:
+                raise ConnectionError(
+                    f"the RPC server for key {key!r} (tracker {tracker}) failed: {err}"
+                ) from None
+
+        return call
+
+    info = {
+        "runtime": "tvm",
+        "ok": True,
+        "prepare_s": time.perf_counter() - started,
+        **{
+            k: compiled[k]
+            for k in ("compile_s", "tune_s", "trials", "tuned_before", "tasks")
+            if k in compiled
+        },
+        "target": compiled["target"],
+        "threads": 0,
+        "version": compiled["tvm"],
+        "rpc": f"{key}@{tracker}",
+    }
+    main = machine["main"]
+    return _Session(
+        bind=guarded(
+            lambda feeds: [tvm.runtime.tensor(np.ascontiguousarray(v), device=device) for v in feeds.values()]
+        ),
+        call=guarded(lambda args: main(*args)),
+        outputs=guarded(relax_outputs),
+        info=info,
+        timer=guarded(lambda args: float(evaluator(*args).mean) * 1e3),
     )
 
 
@@ -293,10 +396,17 @@ def time_session(
     bound = session.bind(feeds)
     result: Any = None
     warm = []
-    for i in range(max(0, warmup)):
+
+    def one_run() -> float:
+        nonlocal result
+        if session.timer is not None:  # measured where it ran (a remote device)
+            return session.timer(bound)
         started = time.perf_counter_ns()
         result = session.call(bound)
-        warm.append((time.perf_counter_ns() - started) / 1e6)
+        return (time.perf_counter_ns() - started) / 1e6
+
+    for i in range(max(0, warmup)):
+        warm.append(one_run())
         worker.report(None, f"warm-up {i + 1}/{warmup}")
     times: list[float] = []
     begun = time.perf_counter()
@@ -305,9 +415,7 @@ def time_session(
         enough = len(times) >= min_runs and elapsed >= min_seconds
         if enough or (elapsed >= max_seconds and len(times) >= 3):
             break
-        started = time.perf_counter_ns()
-        result = session.call(bound)
-        times.append((time.perf_counter_ns() - started) / 1e6)
+        times.append(one_run())
         share = min(1.0, max(len(times) / max(min_runs, 1), elapsed / max(min_seconds, 1e-9)))
         worker.report(min(share, 1.0), f"{len(times)} runs, {elapsed:.1f} s")
     if result is None:

@@ -46,6 +46,13 @@ class TvmRuntime:
         Stop tuning after this many minutes, keeping what it found.
     tuning_root : str, optional
         Where the tuning databases live (default: see :func:`explorer.lower.relax_tuning.tuning_dir`).
+    rpc_tracker : str, optional
+        ``HOST:PORT`` of a TVM RPC tracker (``python -m tvm.exec.rpc_tracker``): the model is
+        compiled here, uploaded to a server registered under ``rpc_key`` and timed there.
+    rpc_key : str, optional
+        The device key the servers registered with (``python -m tvm.exec.rpc_server --key``).
+    rpc_timeout : float
+        Seconds to wait for a free server, and for any one remote call, before a clear error.
 
     Examples
     --------
@@ -57,6 +64,13 @@ class TvmRuntime:
     tune_trials: int = 0
     tune_minutes: float | None = None
     tuning_root: str | None = None
+    rpc_tracker: str | None = None
+    rpc_key: str | None = None
+    rpc_timeout: float = 120.0
+
+    def __post_init__(self) -> None:
+        if bool(self.rpc_tracker) != bool(self.rpc_key):
+            raise ValueError("rpc_tracker and rpc_key go together: HOST:PORT and the servers' key")
 
     @property
     def name(self) -> str:
@@ -66,11 +80,12 @@ class TvmRuntime:
     @property
     def label(self) -> str:
         """``TVM llvm untuned``, ``TVM llvm tuned (64 trials)``, ``TVM llvm tuned (10 min)``."""
+        where = f" on {self.rpc_key}@{self.rpc_tracker}" if self.rpc_tracker else ""
         if not self.tuned:
-            return f"TVM {self.target} untuned"
+            return f"TVM {self.target} untuned{where}"
         budget = [f"{self.tune_trials} trials"] if self.tune_trials else []
         budget += [f"{self.tune_minutes:g} min"] if self.tune_minutes else []
-        return f"TVM {self.target} tuned ({', '.join(budget)})"
+        return f"TVM {self.target} tuned ({', '.join(budget)}){where}"
 
     @property
     def tuned(self) -> bool:
@@ -82,8 +97,15 @@ class TvmRuntime:
         return self.target == "llvm" and importlib.util.find_spec("tvm") is not None
 
     def options(self) -> dict[str, Any]:
-        """``{"target", "tune_trials", "tune_minutes"}``."""
-        return {"target": self.target, "tune_trials": self.tune_trials, "tune_minutes": self.tune_minutes}
+        """``{"target", "tune_trials", "tune_minutes"}``, and ``rpc_tracker`` / ``rpc_key`` when remote."""
+        options: dict[str, Any] = {
+            "target": self.target,
+            "tune_trials": self.tune_trials,
+            "tune_minutes": self.tune_minutes,
+        }
+        if self.rpc_tracker:
+            options.update(rpc_tracker=self.rpc_tracker, rpc_key=self.rpc_key, rpc_timeout=self.rpc_timeout)
+        return options
 
     def prepare(
         self,

@@ -1,0 +1,130 @@
+"""Benchmarking through TVM's RPC tracker: a tracker and two servers on localhost, then a server gone."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from explorer import load, worker
+from explorer.runtimes import TvmRuntime, bench, random_feeds
+
+KEY = "explorer-test"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _servers_registered(port: int) -> int:
+    from tvm import rpc
+
+    try:
+        summary = rpc.connect_tracker("127.0.0.1", port).summary()
+    except Exception:
+        return 0
+    return sum(1 for s in summary.get("server_info", []) if s.get("key", "").endswith(KEY))
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL) if proc.pid else None
+    with contextlib.suppress(ProcessLookupError):
+        proc.kill()
+    proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def tracker() -> Iterator[tuple[str, list[subprocess.Popen]]]:
+    port = _free_port()
+    python = sys.executable
+    procs = [
+        subprocess.Popen(
+            [
+                python,
+                "-m",
+                "tvm.exec.rpc_tracker",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--port-end",
+                str(port + 1),
+                "--silent",
+            ]
+        )
+    ]
+    time.sleep(2)
+    for _ in range(2):
+        start = _free_port()
+        procs.append(
+            subprocess.Popen(
+                [
+                    python,
+                    "-m",
+                    "tvm.exec.rpc_server",
+                    "--tracker",
+                    f"127.0.0.1:{port}",
+                    "--key",
+                    KEY,
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(start),
+                    "--port-end",
+                    str(start + 40),
+                    "--silent",
+                ],
+                start_new_session=True,  # its forked session processes die with it (killpg)
+            )
+        )
+    deadline = time.monotonic() + 120
+    while _servers_registered(port) < 2 and time.monotonic() < deadline:
+        time.sleep(1)
+    assert _servers_registered(port) == 2, "the two RPC servers did not register"
+    yield f"127.0.0.1:{port}", procs
+    for proc in procs:
+        _kill(proc)
+
+
+def test_a_model_is_benchmarked_on_a_server_from_the_tracker(tracker: tuple[str, list]) -> None:
+    address, _ = tracker
+    graph = load("zoo:mlp")
+    remote = TvmRuntime(rpc_tracker=address, rpc_key=KEY)
+    report = bench(graph, ["tvm", remote], warmup=1, min_runs=5, min_seconds=0.0)
+    local, there = report.results
+    assert there.label == f"TVM llvm untuned on {KEY}@{address}" and there.info["rpc"] == f"{KEY}@{address}"
+    assert there.agrees and there.max_abs_err < 1e-5 and there.runs >= 5 and there.median_ms > 0
+    feeds = random_feeds(graph.model)
+    want = TvmRuntime().prepare(graph).run(feeds)[0]
+    np.testing.assert_allclose(remote.prepare(graph).run(feeds)[0], want, rtol=1e-5)
+    assert local.runtime == there.runtime == "tvm"
+
+
+def test_no_server_under_a_key_and_a_dead_server_give_clear_errors(tracker: tuple[str, list]) -> None:
+    address, procs = tracker
+    graph = load("zoo:mlp")
+    with pytest.raises(ConnectionError, match="no RPC server is registered under key 'nobody'"):
+        TvmRuntime(rpc_tracker=address, rpc_key="nobody").prepare(graph)
+    session = TvmRuntime(rpc_tracker=address, rpc_key=KEY, rpc_timeout=8).prepare(graph)
+    for proc in procs[1:]:  # both servers go away, with the sessions they forked
+        _kill(proc)
+    started = time.monotonic()
+    with pytest.raises(ConnectionError, match=f"RPC server for key '{KEY}'"):
+        session.run(random_feeds(graph.model))
+    assert time.monotonic() - started < 30  # an error, not a hang
+    worker.shutdown()
+    with pytest.raises(ConnectionError, match=KEY):
+        TvmRuntime(rpc_tracker=address, rpc_key=KEY, rpc_timeout=8).prepare(graph)
+    with pytest.raises(ConnectionError, match="no RPC tracker answers"):
+        TvmRuntime(rpc_tracker=f"127.0.0.1:{_free_port()}", rpc_key=KEY).prepare(graph)
