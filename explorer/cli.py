@@ -192,6 +192,10 @@ def build_parser() -> argparse.ArgumentParser:
     timing.add_argument(
         "--threads", type=int, default=0, help="ONNX Runtime's intra-op threads (0: its default)"
     )
+    timing.add_argument(
+        "--rpc-tracker", metavar="HOST:PORT", help="run TVM on a server from this RPC tracker"
+    )
+    timing.add_argument("--rpc-key", metavar="KEY", help="the device key of the RPC servers")
     timing.add_argument("--warmup", type=int, default=3, help="runs before timing (default 3)")
     timing.add_argument("--min-runs", type=int, default=10, help="timed runs at least (default 10)")
     timing.add_argument(
@@ -408,6 +412,8 @@ def _bench(args: argparse.Namespace) -> int:
         options: dict[str, Any] = {}
         if name.startswith("tvm"):
             options = {"tune_trials": args.tune_trials, "tune_minutes": args.tune_minutes}
+            if args.rpc_tracker or args.rpc_key:
+                options.update(rpc_tracker=args.rpc_tracker, rpc_key=args.rpc_key)
         elif args.threads:
             options = {"threads": args.threads}
         try:
@@ -424,16 +430,24 @@ def _bench(args: argparse.Namespace) -> int:
         shown[label] = now
         print(f"  {label}: {event.message}", file=sys.stderr)
 
-    report = bench(
-        graph,
-        runtimes,
-        input_shapes=dict(args.input_shape) or None,
-        warmup=args.warmup,
-        min_runs=args.min_runs,
-        min_seconds=args.min_seconds,
-        max_seconds=args.max_seconds,
-        progress=progress,
-    )
+    from .lower import RelaxImportFailed
+
+    try:
+        report = bench(
+            graph,
+            runtimes,
+            input_shapes=dict(args.input_shape) or None,
+            warmup=args.warmup,
+            min_runs=args.min_runs,
+            min_seconds=args.min_seconds,
+            max_seconds=args.max_seconds,
+            progress=progress,
+        )
+    except RelaxImportFailed as err:  # as `lower` reports it
+        print(str(err), file=sys.stderr)
+        return EXIT_NOT_IMPORTED
+    except ConnectionError as err:  # the RPC tracker or servers
+        raise ExplorerError(str(err)) from None
     if args.json:
         print(json.dumps({**report.to_dict(), "source": args.model}))
         return 0

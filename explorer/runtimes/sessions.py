@@ -257,12 +257,15 @@ RPC_REQUEST_TIMEOUT_S = 60.0
 
 def _request_remote(tracker_address: str, key: str, timeout: float) -> Any:
     """A session on a free server registered under ``key`` at the tracker, or a clear error."""
+    import socket
     import threading
 
     from tvm import rpc
 
     host, _, port = tracker_address.rpartition(":")
     try:
+        with socket.create_connection((host, int(port)), timeout=5):  # TVM's own connect retries for 60 s
+            pass
         tracker = rpc.connect_tracker(host, int(port))
         summary = tracker.summary()
     except Exception as err:

@@ -76,3 +76,8 @@ def test_bench_cli_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "ONNX Runtime CPU (all)" in out and "agrees" in out
     assert main(["bench", "zoo:mlp", "--runtime", "iree"]) == 2
+    assert main(["bench", "zoo:control_flow", "--runtime", "tvm"]) == 3  # TVM cannot import it: the fix
+    assert "explorer:unroll_loops" in capsys.readouterr().err
+    tracker = ["--rpc-tracker", "127.0.0.1:1", "--rpc-key", "x"]
+    assert main(["bench", "zoo:mlp", "--runtime", "tvm", *tracker]) == 2  # no tracker: a clear error
+    assert "no RPC tracker answers at 127.0.0.1:1" in capsys.readouterr().err
