@@ -180,10 +180,11 @@ def _progress_callback(total: int, minutes: float | None) -> Any:
                 and not self.out_of_time
                 and time.perf_counter() - self.started > minutes * 60
             ):
-                self.out_of_time = True  # stop every task: the scheduler ends after this batch
-                for task in range(len(task_scheduler.tasks_)):
-                    with contextlib.suppress(Exception):  # one already finished
-                        task_scheduler.terminate_task(task)
+                self.out_of_time = True  # stop every other task (the current one cannot be, mid-batch;
+                for task in range(len(task_scheduler.tasks_)):  # its per-task cap ends it soon)
+                    if task != task_id:
+                        with contextlib.suppress(Exception):  # one already finished
+                            task_scheduler.terminate_task(task)
                 worker.report(1.0, f"tuning budget of {minutes:g} min spent: {self.trials} trials")
 
     return Progress()
@@ -248,7 +249,9 @@ def compile_tuned(
             built_for,
             str(folder),
             max_trials_global=trials,
-            max_trials_per_task=per_task,
+            # with a minute budget, a cap per task bounds what the task running at the deadline adds
+            max_trials_per_task=per_task
+            or (max(8, 2 * -(-trials // max(len(tasks), 1))) if minutes else None),
             num_trials_per_iter=min(64, max(4, trials // max(len(tasks), 1))),
             measure_callbacks=[*MeasureCallback.create("default"), callback],
             # 30 s (the default) is too little for a build on 2 busy cores

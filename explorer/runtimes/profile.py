@@ -215,11 +215,14 @@ def _tvm_kernels(
     shapes: Mapping[str, Sequence[int]] | None,
     records: Sequence[Mapping[str, Any]],
     runs: int,
+    tuned: bool = False,
 ) -> list[KernelTime]:
-    """TVM calls per run, the n-th call of a PrimFunc mapped to its n-th call site after FuseTIR."""
-    from ..lower.relax_pipeline import relax_pipeline
+    """TVM calls per run, the n-th call of a PrimFunc mapped to its n-th call site after FuseTIR
+    (of the passes the build ran: a tuned build decomposes batch norm first)."""
+    from ..lower.relax_pipeline import ZERO_PIPELINE, relax_pipeline
 
-    lowered = relax_pipeline(graph, shapes, "zero")[-1].graph
+    passes = ["DecomposeOpsForInference", "CanonicalizeBindings", *ZERO_PIPELINE] if tuned else "zero"
+    lowered = relax_pipeline(graph, shapes, passes)[-1].graph
     sites: dict[str, list[tuple[str, ...]]] = defaultdict(list)
     ordered = sorted(
         (d for _, d in lowered.nx.nodes(data=True) if d["kind"] == "op" and d["op"] == "relax.call_tir"),

@@ -34,7 +34,7 @@ def test_a_tuned_run_is_correct_and_a_second_run_reuses_the_database(tmp_path: P
 
 
 def test_a_minute_budget_stops_tuning_and_keeps_what_it_found(tmp_path: Path) -> None:
-    graph = load("zoo:mobilenetv2")  # 50-odd tasks: far more than 3 seconds of tuning
+    graph = load("zoo:mlp")  # a first batch alone takes longer than the budget
     runtime = TvmRuntime(tune_minutes=0.05, tuning_root=str(tmp_path))  # 3 seconds: stops after a batch
     session = runtime.prepare(graph)
     assert session.info["out_of_time"] and runtime.label == "TVM llvm tuned (0.05 min)"
@@ -42,4 +42,4 @@ def test_a_minute_budget_stops_tuning_and_keeps_what_it_found(tmp_path: Path) ->
     records = next(tmp_path.iterdir()) / "database_tuning_record.json"
     assert records.is_file()  # what was measured before the budget ran out is kept
     out = session.run(random_feeds(graph.model))
-    assert out[0].shape[0] == 1 and np.isfinite(out[0]).all()
+    assert out[0].shape == (1, 10) and np.isfinite(out[0]).all()
