@@ -84,10 +84,11 @@ class BenchPanel(w.VBox):
         self.run_button = w.Button(description="run", button_style="primary", _dom_classes=("oge-bench-run",))
         self.progress = w.FloatProgress(value=0.0, min=0.0, max=1.0, description="")
         self.status = w.HTML("<i>choose runtimes, then run</i>", _dom_classes=("oge-bench-status",))
-        self.latency = GraphFigureWidget()  # plotly.js from the shared bundle, as the graph views
-        self.table = w.HTML(_dom_classes=("oge-bench-table",))
+        self.latency = GraphFigureWidget()  # made anew with their figure after a run (plotly.js from
+        self.table = w.HTML(_dom_classes=("oge-bench-table",))  # the shared bundle, as the graph views)
         self.time_menu = w.Dropdown(options=[], description="colour by time")
         self.kernels = GraphFigureWidget()
+        self.results = w.VBox([], _dom_classes=("oge-bench-results",))
         self.view = GraphView(self.graph)
         self.run_button.on_click(lambda _: self.run())
         self.kind.observe(lambda _: self._draw_latency(), names="value")
@@ -98,10 +99,10 @@ class BenchPanel(w.VBox):
                 w.HBox([self.run_button, self.progress, self.status]),
             ]
         )
-        super().__init__(
-            [controls, self.kind, self.latency, self.table, self.time_menu, self.kernels, self.view],
-            _dom_classes=("oge-bench-panel",),
-        )
+        super().__init__([controls, self.results, self.view], _dom_classes=("oge-bench-panel",))
+
+    def _layout_results(self) -> None:
+        self.results.children = [self.kind, self.latency, self.table, self.time_menu, self.kernels]
 
     def chosen(self) -> list[Any]:
         """The runtimes the controls describe, in the order shown.
@@ -177,21 +178,15 @@ class BenchPanel(w.VBox):
     def _draw_latency(self) -> None:
         if self.report is None:
             return
-        figure = latency_figure(self.report, kind=self.kind.value)
-        with self.latency.batch_update():
-            self.latency.data = []
-            self.latency.add_traces(list(figure.data))
-            self.latency.layout = figure.layout
+        self.latency = GraphFigureWidget(latency_figure(self.report, kind=self.kind.value))
+        self._layout_results()
 
     def _on_time_menu(self, change: dict[str, Any]) -> None:
         label = change.get("new")
         if not label or label not in self.profiles:
             return
-        figure = kernel_time_figure(self.profiles[label])
-        with self.kernels.batch_update():
-            self.kernels.data = []
-            self.kernels.add_traces(list(figure.data))
-            self.kernels.layout = figure.layout
+        self.kernels = GraphFigureWidget(kernel_time_figure(self.profiles[label]))
+        self._layout_results()
         name = f"time: {label}"
         if self.view.color_menu.value != name:
             self.view.color_menu.value = name
