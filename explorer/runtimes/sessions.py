@@ -255,10 +255,29 @@ RPC_REQUEST_TIMEOUT_S = 60.0
 """Seconds to wait for the tracker to hand out a server before giving up with a clear error."""
 
 
+def _within(seconds: float, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[bool, Any]:
+    """Call ``fn`` in a thread and wait at most ``seconds``: ``(True, value)``, or ``(False, the
+    exception, or None while it still waits)``; a socket read cannot be interrupted, so the
+    thread is left to finish, or to end with the worker."""
+    import threading
+
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn(*args, **kwargs)
+        except Exception as err:  # handed back
+            box["error"] = err
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    return ("value" in box), box.get("value", box.get("error"))
+
+
 def _request_remote(tracker_address: str, key: str, timeout: float) -> Any:
     """A session on a free server registered under ``key`` at the tracker, or a clear error."""
     import socket
-    import threading
 
     from tvm import rpc
 
@@ -278,20 +297,10 @@ def _request_remote(tracker_address: str, key: str, timeout: float) -> Any:
             f"(keys there: {', '.join(known) or 'none'}); start one with python -m tvm.exec.rpc_server "
             f"--tracker {tracker_address} --key {key}"
         )
-    box: dict[str, Any] = {}
-
-    def ask() -> None:
-        try:
-            box["session"] = tracker.request(key, priority=1, session_timeout=0, max_retry=3)
-        except Exception as err:  # reported below
-            box["error"] = err
-
-    thread = threading.Thread(target=ask, daemon=True)
-    thread.start()
-    thread.join(timeout)
-    if "session" in box:
-        return box["session"]
-    why = box.get("error") or f"none was free within {timeout:.0f} s"
+    done, value = _within(timeout, tracker.request, key, priority=1, session_timeout=0, max_retry=3)
+    if done:
+        return value
+    why = value or f"none was free within {timeout:.0f} s"
     raise ConnectionError(f"the tracker at {tracker_address} gave no server for key {key!r}: {why}")
 
 
@@ -314,14 +323,17 @@ def _remote_session(compiled: Mapping[str, Any], options: Mapping[str, Any], sta
     machine = relax.VirtualMachine(remote.load_module("model.so"), device)
     evaluator = machine.time_evaluator("main", device, number=1, repeat=1)
 
+    limit = float(options.get("rpc_timeout", RPC_REQUEST_TIMEOUT_S))
+
     def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
+        """``fn`` with a time limit: a server that died may leave a call waiting on its socket."""
+
         def call(*args: Any) -> Any:
-            try:
-                return fn(*args)
-            except Exception as err:
-                raise ConnectionError(
-                    f"the RPC server for key {key!r} (tracker {tracker}) failed: {err}"
-                ) from None
+            done, value = _within(limit, fn, *args)
+            if done:
+                return value
+            why = value or f"no answer within {limit:.0f} s"
+            raise ConnectionError(f"the RPC server for key {key!r} (tracker {tracker}) failed: {why}")
 
         return call
 
