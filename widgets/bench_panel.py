@@ -33,7 +33,6 @@ from explorer.runtimes.bench import BenchReport
 from explorer.runtimes.inputs import concrete_input_shapes
 from explorer.runtimes.profile import Profile, profile
 
-from .figure_widget import GraphFigureWidget
 from .graph_view import GraphView
 
 __all__ = ["BenchPanel"]
@@ -84,6 +83,8 @@ class BenchPanel(w.VBox):
         self.run_button = w.Button(description="run", button_style="primary", _dom_classes=("oge-bench-run",))
         self.progress = w.FloatProgress(value=0.0, min=0.0, max=1.0, description="")
         self.status = w.HTML("<i>choose runtimes, then run</i>", _dom_classes=("oge-bench-status",))
+        from .figure_widget import GraphFigureWidget  # plotly's widget stack: when a panel is made
+
         self.latency = GraphFigureWidget()  # made anew with their figure after a run (plotly.js from
         self.table = w.HTML(_dom_classes=("oge-bench-table",))  # the shared bundle, as the graph views)
         self.time_menu = w.Dropdown(options=[], description="colour by time")
@@ -178,6 +179,8 @@ class BenchPanel(w.VBox):
     def _draw_latency(self) -> None:
         if self.report is None:
             return
+        from .figure_widget import GraphFigureWidget
+
         self.latency = GraphFigureWidget(latency_figure(self.report, kind=self.kind.value))
         self._layout_results()
 
@@ -185,6 +188,8 @@ class BenchPanel(w.VBox):
         label = change.get("new")
         if not label or label not in self.profiles:
             return
+        from .figure_widget import GraphFigureWidget
+
         self.kernels = GraphFigureWidget(kernel_time_figure(self.profiles[label]))
         self._layout_results()
         name = f"time: {label}"
