@@ -156,13 +156,26 @@ class PreparedSession:
         """
         return float(self.info["prepare_s"])
 
-    def _again(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """Call ``fn(key, ...)`` in the worker, preparing again once if the worker lost the session."""
+    def with_session(
+        self, call: Callable[[], Any], progress: Callable[[ProgressEvent], object] | None = None
+    ) -> Any:
+        """``call()`` (a worker call on this session's key), preparing the session again once
+        if the worker lost it (:class:`~explorer.runtimes.sessions.SessionGone`).
+
+        Examples
+        --------
+        >>> from explorer import load
+        >>> from explorer.runtimes.ort_runtime import OrtRuntime
+        >>> from explorer.runtimes.sessions import has_session
+        >>> session = OrtRuntime().prepare(load("zoo:mlp"))
+        >>> session.with_session(lambda: worker.run(has_session, session.key))
+        True
+        """
         try:
-            return worker.run(fn, self.key, *args, **kwargs)
+            return call()
         except SessionGone:
-            self.runtime.prepare(self.graph, self.input_shapes)
-            return worker.run(fn, self.key, *args, **kwargs)
+            self.runtime.prepare(self.graph, self.input_shapes, progress=progress)
+            return call()
 
     def run(self, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         """Run once on ``feeds``; the outputs in graph-output order.
@@ -176,7 +189,7 @@ class PreparedSession:
         >>> OrtRuntime().prepare(g).run(random_feeds(g.model))[0].shape
         (1, 10)
         """
-        return list(self._again(run_session, dict(feeds)))
+        return list(self.with_session(lambda: worker.run(run_session, self.key, dict(feeds))))
 
     def time(
         self,
@@ -210,8 +223,6 @@ class PreparedSession:
             "min_seconds": min_seconds,
             "max_seconds": max_seconds,
         }
-        try:
-            return worker.run(time_session, self.key, dict(feeds), progress=progress, **limits)
-        except SessionGone:
-            self.runtime.prepare(self.graph, self.input_shapes, progress=progress)
-            return worker.run(time_session, self.key, dict(feeds), progress=progress, **limits)
+        return self.with_session(
+            lambda: worker.run(time_session, self.key, dict(feeds), progress=progress, **limits), progress
+        )

@@ -35,7 +35,7 @@ import numpy as np
 from .. import worker
 from ..model_files import worker_source
 from .base import PreparedSession
-from .sessions import SessionGone, profile_session
+from .sessions import profile_session
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -277,11 +277,9 @@ def profile(session: PreparedSession, feeds: Mapping[str, np.ndarray], runs: int
     ('/fc1/Gemm', 2)
     """
     graph = session.graph
-    try:
-        out = worker.run_on_model(profile_session, worker_source(graph), session.key, dict(feeds), runs)
-    except SessionGone:
-        session.runtime.prepare(graph, session.input_shapes)
-        out = worker.run_on_model(profile_session, worker_source(graph), session.key, dict(feeds), runs)
+    out = session.with_session(
+        lambda: worker.run_on_model(profile_session, worker_source(graph), session.key, dict(feeds), runs)
+    )
     count = max(1, int(out["runs"]))
     if session.runtime.name.startswith("tvm"):
         kernels = _tvm_kernels(graph, session.input_shapes, out["records"], count, session.runtime.tuned)
