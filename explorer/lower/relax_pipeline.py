@@ -280,14 +280,18 @@ def _inherit_origins(previous: ModelGraph, data: dict[str, Any]) -> dict[str, An
 
     A fused function's member (``fused_batch_norm_relu/lv2``) was the binding of that name
     with that op; a fused kernel (FuseTIR's ``fused_batch_norm_relu``) was the group of that
-    name, and comes from all its members' ONNX nodes.
+    name, and comes from all its members' ONNX nodes. A binding a pass only renamed the
+    callee of (AttachAttrLayoutFreeBuffers: ``fused_dense1`` -> ``fused_dense11``) keeps the
+    origin of the binding of that name and op.
     """
     by_name: dict[tuple[str, str], tuple[str, ...]] = {}
+    by_binding: dict[tuple[str, str], tuple[str, ...]] = {}
     by_group: dict[str, set[str]] = {}
     for node, d in previous.nx.nodes(data=True):
         if d["kind"] != "op" or not d["origin"]:
             continue
         by_name.setdefault((node.rsplit("/", 1)[-1], d["op_type"]), d["origin"])
+        by_binding.setdefault((node, d["op"]), d["origin"])
         if d["scope"]:
             by_group.setdefault(d["scope"][0], set()).update(d["origin"])
     for node, d in data["nodes"]:
@@ -296,6 +300,8 @@ def _inherit_origins(previous: ModelGraph, data: dict[str, Any]) -> dict[str, An
         found = by_name.get((node.rsplit("/", 1)[-1], d["op_type"]))
         if found is None and d["op_type"] in by_group:
             found = tuple(sorted(by_group[d["op_type"]]))
+        if found is None:
+            found = by_binding.get((node, d["op"]))
         if found:
             d["origin"] = found
     return data

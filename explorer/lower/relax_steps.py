@@ -44,6 +44,7 @@ __all__ = [
     "relax_outputs",
     "ALLOC_TENSOR",
     "pipeline_passes",
+    "relax_pass",
 ]
 
 IMPORTER = "TVM's Relax ONNX importer (tvm.relax.frontend.onnx.from_onnx)"
@@ -195,9 +196,6 @@ def pipeline_passes(pipeline: str | Sequence[str], target: Any) -> list[Any]:
     """
     import importlib
 
-    import tvm
-    from tvm import relax
-
     if isinstance(pipeline, str):
         if pipeline == "default":
             # the backend's own pipeline module: TVM 0.27's relax.pipeline.dataflow_lower_passes
@@ -215,13 +213,31 @@ def pipeline_passes(pipeline: str | Sequence[str], target: Any) -> list[Any]:
                 f"no pipeline {pipeline!r}: the pipelines are {', '.join(PIPELINES)}, or a list of passes"
             )
         pipeline = ZERO_PIPELINE
-    passes = []
-    for name in pipeline:
-        factory = getattr(relax.transform, name, None) or getattr(relax.backend, name, None)
-        if factory is None:
-            raise ValueError(f"relax.transform has no pass {name!r} in TVM {tvm.__version__}")
-        passes.append(factory())
-    return passes
+    return [relax_pass(name) for name in pipeline]
+
+
+def relax_pass(name: str) -> Any:
+    """The Relax pass called ``name``: ``relax.transform``'s, ``relax.backend``'s, or the
+    project's own (:data:`explorer.lower.fast_math.EXPLORER_RELAX_PASSES`).
+
+    Examples
+    --------
+    >>> relax_pass("FoldConstant").info.name, relax_pass("FastGelu").info.name
+    ('FoldConstant', 'FastGelu')
+    """
+    import tvm
+    from tvm import relax
+
+    from .fast_math import EXPLORER_RELAX_PASSES
+
+    factory = (
+        getattr(relax.transform, name, None)
+        or getattr(relax.backend, name, None)
+        or EXPLORER_RELAX_PASSES.get(name)
+    )
+    if factory is None:
+        raise ValueError(f"relax.transform has no pass {name!r} in TVM {tvm.__version__}")
+    return factory()
 
 
 def lower_relax(

@@ -18,7 +18,6 @@ Examples
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -28,10 +27,19 @@ from pathlib import Path
 from typing import Any
 
 from .. import worker
+from .relax_steps import ZERO_PIPELINE
 
 __all__ = [
     "tuning_dir",
     "compile_tuned",
+    "tuning_module",
+    "TUNING_PASSES",
+    "PREPACKED_SUFFIX",
+    "finish_tuned",
+    "measure_tasks",
+    "DEADLINE_ENV",
+    "POPULATION",
+    "TRIALS_PER_ITER",
     "build_candidate",
     "register_cpu_intrinsics",
     "TUNING_RECORD",
@@ -128,15 +136,26 @@ def register_cpu_intrinsics() -> None:
     importlib.import_module(f"{name}.{'arm_cpu' if machine in ('aarch64', 'arm64') else 'x86'}")
 
 
+DEADLINE_ENV = "ONNX_EXPLORER_TUNE_DEADLINE"
+"""Set while tuning under a minute budget: the epoch second after which a candidate is not built."""
+
+
 def build_candidate(mod: Any, target: Any, _params: Any = None) -> Any:
     """MetaSchedule's default candidate build, with only this CPU's tensor intrinsics registered
     (:func:`register_cpu_intrinsics`; the default registers every platform's, per batch).
+
+    Past the minute budget (:data:`DEADLINE_ENV`, inherited by the builder's processes) a
+    candidate fails at once instead: MetaSchedule cannot stop the task that is running at the
+    deadline, so its remaining trials cost a search each, not a build and a measurement.
 
     Examples
     --------
     >>> build_candidate.__name__
     'build_candidate'
     """
+    deadline = os.environ.get(DEADLINE_ENV)
+    if deadline and time.time() > float(deadline):
+        raise TimeoutError("the tuning budget is spent")
     register_cpu_intrinsics()
     from tvm.driver import build as tvm_build
     from tvm.s_tir.transform import RemoveWeightLayoutRewriteBlock
@@ -145,25 +164,29 @@ def build_candidate(mod: Any, target: Any, _params: Any = None) -> Any:
     return tvm_build(mod, target=target)
 
 
-def _progress_callback(total: int, minutes: float | None) -> Any:
-    """A MetaSchedule measure callback: progress to the parent, and a stop at the minute budget."""
+def _progress_callback(total: int, minutes: float | None, ends: float | None, names: Sequence[str]) -> Any:
+    """A MetaSchedule measure callback: progress to the parent (trials, or time when the minutes
+    end first; the best time per task). The minute budget (``ends``, epoch seconds) is kept by
+    the search strategy (:func:`_deadline_search`) and the builder (:func:`build_candidate`)."""
     from tvm.ir.utils import derived_object
     from tvm.s_tir.meta_schedule.measure_callback import PyMeasureCallback
+
+    started = time.time()
 
     @derived_object
     class Progress(PyMeasureCallback):
         def __init__(self) -> None:
             super().__init__()
-            self.started = time.perf_counter()
             self.trials = 0
             self.best: dict[int, float] = {}
             self.out_of_time = False
             self.errors: list[str] = []
 
         def apply(self, task_scheduler: Any, task_id: int, candidates: Any, builds: Any, runs: Any) -> None:
+            self.out_of_time = ends is not None and time.time() > ends
             self.trials += len(candidates)
             errors = [b.error_msg for b in builds if b.error_msg] + [r.error_msg for r in runs if r.error_msg]
-            if errors:
+            if errors and not self.out_of_time:
                 self.errors.append(errors[0])
             for result in runs:
                 secs = [float(s) for s in (result.run_secs or [])]
@@ -171,23 +194,226 @@ def _progress_callback(total: int, minutes: float | None) -> Any:
                     self.best[task_id] = min(self.best.get(task_id, float("inf")), sum(secs) / len(secs))
             best = self.best.get(task_id)
             shown = f", best {best * 1e3:.3f} ms" if best is not None else ""
-            worker.report(
-                min(1.0, self.trials / max(total, 1)),
-                f"task {task_id}: {self.trials}/{total} trials{shown}, {len(self.best)} tasks measured",
-            )
-            if (
-                minutes is not None
-                and not self.out_of_time
-                and time.perf_counter() - self.started > minutes * 60
-            ):
-                self.out_of_time = True  # stop every other task (the current one cannot be, mid-batch;
-                for task in range(len(task_scheduler.tasks_)):  # its per-task cap ends it soon)
-                    if task != task_id:
-                        with contextlib.suppress(Exception):  # one already finished
-                            task_scheduler.terminate_task(task)
+            done = self.trials / max(total, 1)
+            if ends is not None:
+                done = max(done, (time.time() - started) / max(ends - started, 1e-9))
+            name = names[task_id] if task_id < len(names) else str(task_id)
+            if self.out_of_time:
                 worker.report(1.0, f"tuning budget of {minutes:g} min spent: {self.trials} trials")
+            else:
+                worker.report(
+                    min(1.0, done),
+                    f"{name} ({task_id + 1}/{len(names)}): {self.trials} trials{shown}",
+                )
 
     return Progress()
+
+
+POPULATION = 256
+"""Evolutionary search population per task (the default, 512, costs seconds a batch on 2 cores)."""
+
+TRIALS_PER_ITER = 16
+"""Candidates per batch: the cost model learns after each, and a batch is the most the deadline overshoots."""
+
+
+TUNING_PASSES = (
+    "DecomposeOpsForInference",
+    "CanonicalizeBindings",
+    "FastGelu",
+    "FastMathTransform",
+    *ZERO_PIPELINE,
+    "AttachAttrLayoutFreeBuffers",
+)
+"""The passes before tuning (:func:`tuning_module`), by their ``relax.transform`` names."""
+
+
+def tuning_module(module: Any, target: Any) -> Any:
+    """The module MetaSchedule tunes (:data:`TUNING_PASSES`): inference ops decomposed, GELU,
+    erf, exp, tanh and softmax in TVM's vectorisable approximations (:mod:`explorer.lower.fast_math`;
+    ``erf`` is otherwise a scalar C library call per element), fused (the zero pipeline), and
+    the weights marked layout-free, so a tuned kernel may ask for its
+    weights in another layout and the build packs them once (CPU weight prepacking:
+    :func:`finish_tuned`).
+
+    Examples
+    --------
+    >>> TUNING_PASSES[-1]
+    'AttachAttrLayoutFreeBuffers'
+    """
+    import tvm
+
+    from .relax_steps import relax_pass
+
+    with target:
+        return tvm.transform.Sequential([relax_pass(name) for name in TUNING_PASSES])(module)
+
+
+PREPACKED_SUFFIX = "_prepacked"
+"""What :func:`finish_tuned` appends to a kernel whose weights it repacked."""
+
+
+def finish_tuned(module: Any, target: Any, work_dir: str) -> Any:
+    """Apply the database, then split each kernel's weight-layout rewrite out and fold it on the
+    constant weights: the weights are repacked once, at build time, not at every call.
+
+    Examples
+    --------
+    >>> finish_tuned.__name__
+    'finish_tuned'
+    """
+    import tvm
+    from tvm import relax
+
+    with target:
+        return tvm.transform.Sequential(
+            [
+                relax.transform.MetaScheduleApplyDatabase(work_dir),
+                relax.transform.SplitLayoutRewritePreproc(),
+                relax.transform.FoldConstant(),
+            ]
+        )(module)
+
+
+def measure_tasks(module: Any, tasks: Sequence[Any], target: Any) -> list[Any]:
+    """Compile ``module`` untuned and time each task's calls in one inference on generated inputs.
+
+    Returns
+    -------
+    list of TaskTime
+        One per task, in ``tasks``' order.
+
+    Examples
+    --------
+    >>> measure_tasks.__name__
+    'measure_tasks'
+    """
+    import numpy as np
+    import tvm
+    from tvm import relax
+    from tvm.s_tir.analysis import estimate_tir_flops
+
+    from ..runtimes.inputs import random_array
+    from .relax_steps import _dims, _dtype
+    from .tuning_plan import TaskTime
+    from .vm_instrument import time_per_symbol, vm_call_times
+
+    machine = relax.VirtualMachine(tvm.compile(module, target=target), tvm.cpu())
+    rng = np.random.default_rng(0)
+    args = [
+        tvm.runtime.tensor(random_array([int(d) for d in _dims(p.ty)], _dtype(p.ty), rng))
+        for p in module["main"].params
+    ]
+    per_symbol = time_per_symbol(vm_call_times(machine, args, runs=1, warmup=False))
+    times = []
+    for task in tasks:
+        calls, ms = per_symbol.get(task.task_name, (int(task.weight), 0.0))
+        try:
+            gflop = float(estimate_tir_flops(task.dispatched[0])) / 1e9
+        except Exception:  # a kernel the estimate cannot read counts as memory-bound
+            gflop = 0.0
+        times.append(TaskTime(task.task_name, int(calls), gflop, float(ms)))
+    return times
+
+
+def _runner(rpc: Mapping[str, Any] | None) -> Any:
+    """MetaSchedule's local runner, or its RPC runner on the servers a tracker hands out."""
+    from tvm.s_tir import meta_schedule as ms
+
+    if not rpc or not rpc.get("rpc_tracker"):
+        return ms.runner.LocalRunner(timeout_sec=BUILD_TIMEOUT_S)
+    host, _, port = str(rpc["rpc_tracker"]).rpartition(":")
+    config = ms.runner.RPCConfig(
+        tracker_host=host,
+        tracker_port=int(port),
+        tracker_key=str(rpc["rpc_key"]),
+        session_timeout_sec=int(max(BUILD_TIMEOUT_S, float(rpc.get("rpc_timeout") or 0))),
+    )
+    return ms.runner.RPCRunner(rpc_config=config)
+
+
+def _deadline_search(ends: float | None) -> Any:
+    """MetaSchedule's evolutionary search (:data:`POPULATION`), which proposes nothing once the
+    minute budget is spent (``ends``, epoch seconds): the task scheduler then ends each task as
+    it comes up, with no search or build, and the batch in flight is the most it overshoots."""
+    from tvm.ir.utils import derived_object
+    from tvm.s_tir.meta_schedule.search_strategy import EvolutionarySearch, PySearchStrategy
+
+    @derived_object
+    class DeadlineSearch(PySearchStrategy):
+        def __init__(self) -> None:
+            self.inner = EvolutionarySearch(population_size=POPULATION)
+
+        def _initialize_with_tune_context(self, context: Any) -> None:
+            self.inner._initialize_with_tune_context(context)
+
+        def pre_tuning(self, *args: Any) -> None:
+            self.inner.pre_tuning(*args)
+
+        def post_tuning(self) -> None:
+            self.inner.post_tuning()
+
+        def generate_measure_candidates(self) -> Any:
+            if ends is not None and time.time() > ends:
+                return None
+            return self.inner.generate_measure_candidates()
+
+        def notify_runner_results(self, candidates: Any, results: Any) -> None:
+            self.inner.notify_runner_results(candidates, results)
+
+        def clone(self) -> Any:
+            return DeadlineSearch()
+
+    return DeadlineSearch()
+
+
+def _tune(
+    tasks: Sequence[Any],
+    plans: Sequence[Any],
+    folder: Path,
+    trials: int,
+    minutes: float | None,
+    ends: float | None,
+    rpc: Mapping[str, Any] | None = None,
+) -> Any:
+    """Tune the planned tasks (weighted by gain) into ``folder``'s database, measuring here or on
+    servers from an RPC tracker (``rpc``: ``rpc_tracker``, ``rpc_key``, ``rpc_timeout``); the
+    progress callback."""
+    from tvm.s_tir import meta_schedule as ms
+    from tvm.s_tir.meta_schedule.measure_callback import MeasureCallback
+
+    chosen = {p.name: p for p in plans if p.tuned}
+    contexts, weights = [], []
+    for seed, task in enumerate(t for t in tasks if t.task_name in chosen):
+        made, _ = ms.relax_integration.extracted_tasks_to_tune_contexts(
+            [task],
+            str(folder),
+            strategy=_deadline_search(ends),
+            seed=seed,
+        )
+        contexts += made
+        weights.append(chosen[task.task_name].gain_ms)
+    callback = _progress_callback(trials, minutes, ends, [c.task_name for c in contexts])
+    previous = os.environ.get(DEADLINE_ENV)
+    if ends is not None:
+        os.environ[DEADLINE_ENV] = str(ends)
+    try:
+        ms.tune_tasks(
+            tasks=contexts,
+            task_weights=weights,
+            work_dir=str(folder),
+            max_trials_global=trials,
+            num_trials_per_iter=TRIALS_PER_ITER,
+            measure_callbacks=[*MeasureCallback.create("default"), callback],
+            # 30 s (the default) is too little for a build on 2 busy cores
+            builder=ms.builder.LocalBuilder(timeout_sec=BUILD_TIMEOUT_S, f_build=build_candidate),
+            runner=_runner(rpc),
+        )
+    finally:
+        if previous is None:
+            os.environ.pop(DEADLINE_ENV, None)
+        else:
+            os.environ[DEADLINE_ENV] = previous
+    return callback
 
 
 def compile_tuned(
@@ -199,16 +425,26 @@ def compile_tuned(
     minutes: float | None,
     work_dir: str,
     key: str,
-    per_task: int | None = None,
+    pretuned: bool = False,
+    rpc: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Import ``path``, tune it (unless ``key`` was tuned with at least ``trials`` before), apply the
     database and compile.
 
+    Tuning measures every task untuned first and spends the trials where the time is
+    (:func:`explorer.lower.tuning_plan.plan_tasks`); the build prepacks the weights of the
+    tuned kernels (:func:`finish_tuned`). ``pretuned`` first adds the records shipped for this
+    CPU (:func:`explorer.lower.tvm_records.seed_database`): with ``trials=0`` they are applied
+    without tuning. With ``rpc`` (``rpc_tracker``, ``rpc_key``, ``rpc_timeout``) candidates
+    are measured on servers from the tracker (MetaSchedule's RPC runner); the untuned timing
+    that plans the trials stays here.
+
     Returns
     -------
     dict
-        ``{"ok": True, "executable", "compile_s", "tune_s", "trials", "tuned_before",
-        "out_of_time", "tasks", "tvm", "target"}``, or the import's failure.
+        ``{"ok": True, "executable", "compile_s", "tune_s", "trials", "trials_run", "tuned_before",
+        "out_of_time", "tasks", "tasks_with_records", "plan", "shipped", "tvm", "target"}``, or the
+        import's failure.
 
     Examples
     --------
@@ -221,60 +457,53 @@ def compile_tuned(
     if not imported["ok"]:
         return imported
     import tvm
-    from tvm import relax
     from tvm.s_tir import meta_schedule as ms
-    from tvm.s_tir.meta_schedule.measure_callback import MeasureCallback
+
+    from .tuning_plan import expected_trials, plan_tasks
+    from .tvm_records import seed_database
 
     built_for = _target(target)
     register_cpu_intrinsics()  # before MetaSchedule imports every platform's (about a minute here)
     folder = Path(work_dir)
     folder.mkdir(parents=True, exist_ok=True)
-    with built_for:
-        mod = tvm.transform.Sequential(
-            [
-                relax.transform.DecomposeOpsForInference(),
-                relax.transform.CanonicalizeBindings(),
-                relax.pipeline.zero_pipeline(),
-            ]
-        )(imported["module"])
+    shipped = seed_database(folder, target) if pretuned else None
+    mod = tuning_module(imported["module"], built_for)
     tasks = ms.relax_integration.extract_tasks(mod, built_for)
     before = tuned_trials(folder, key)
-    tune_s, out_of_time = 0.0, False
+    tune_s, out_of_time, errors, plans, run = 0.0, False, [], [], 0
     if trials > 0 and before < trials:
-        callback = _progress_callback(trials, minutes)
-        started = time.perf_counter()
-        ms.relax_integration.tune_relax(
-            mod,
-            {},
-            built_for,
-            str(folder),
-            max_trials_global=trials,
-            # with a minute budget, a cap per task bounds what the task running at the deadline adds
-            max_trials_per_task=per_task
-            or (max(8, 2 * -(-trials // max(len(tasks), 1))) if minutes else None),
-            num_trials_per_iter=min(64, max(4, trials // max(len(tasks), 1))),
-            measure_callbacks=[*MeasureCallback.create("default"), callback],
-            # 30 s (the default) is too little for a build on 2 busy cores
-            builder=ms.builder.LocalBuilder(timeout_sec=BUILD_TIMEOUT_S, f_build=build_candidate),
-            runner=ms.runner.LocalRunner(timeout_sec=BUILD_TIMEOUT_S),
-        )
-        out_of_time = callback.out_of_time  # the records committed so far are in the database
+        started, ends = time.perf_counter(), (time.time() + minutes * 60 if minutes else None)
+        worker.report(0.0, f"timing the {len(tasks)} tasks untuned, to spend the trials where the time is")
+        cores = int(built_for.attrs.get("num-cores", 1))
+        measured = measure_tasks(mod, tasks, built_for)
+        plans = plan_tasks(measured, expected_trials(trials, minutes, cores), cores)
+        callback = _tune(tasks, plans, folder, trials, minutes, ends, rpc)
+        out_of_time = ends is not None and time.time() > ends  # the budget, not the trials, ended it
+        errors, run = list(callback.errors[:3]), callback.trials
         tune_s = time.perf_counter() - started
         _record(folder, key, trials)
     started = time.perf_counter()
-    with built_for:
-        mod = relax.transform.MetaScheduleApplyDatabase(str(folder))(mod)
-    executable = tvm.compile(mod, target=built_for)
+    database = ms.database.JSONDatabase(work_dir=str(folder))
+    with_records = sum(
+        database.has_workload(t.dispatched[0])
+        and database.query_tuning_record(t.dispatched[0], built_for, t.task_name) is not None
+        for t in tasks
+    )
+    executable = tvm.compile(finish_tuned(mod, built_for, str(folder)), target=built_for)
     return {
         "ok": True,
         "executable": executable,
         "compile_s": time.perf_counter() - started,
         "tune_s": tune_s,
         "trials": trials,
+        "trials_run": run,
         "tuned_before": before >= trials > 0,
         "out_of_time": out_of_time,
-        "errors": list(callback.errors[:3]) if trials > 0 and before < trials else [],
+        "errors": errors,
         "tasks": len(tasks),
+        "tasks_with_records": with_records,
+        "plan": [p.to_dict() for p in plans],
+        "shipped": shipped,
         "tvm": tvm.__version__,
         "target": str(built_for),
     }

@@ -1,0 +1,177 @@
+"""Which MetaSchedule tasks get a tuning budget, and how much: trials go where the time is.
+
+MetaSchedule's task scheduler weighs a task by how often the model calls it and gives every
+task a first round of trials. On 2 cores a trial costs about 2.5 s (build and measure), so a
+model of 20 tasks spends a 10-minute budget on that first round alone, most of it on tasks
+that take microseconds. The plan instead measures each task's untuned time once, estimates
+what tuning can gain from it (the untuned time less what its FLOPs would take at a rate
+tuned code reaches here), and tunes only the tasks with the most to gain, as many as the
+budget gives a useful number of trials, weighted by that gain. The rest keep their default
+schedule: their whole untuned time is the most tuning could have saved.
+
+Examples
+--------
+>>> rows = [TaskTime("dense", 2, 0.5, 80.0), TaskTime("add", 4, 0.0, 0.05)]
+>>> [(p.name, p.tuned) for p in plan_tasks(rows, trials=64, cores=2)]
+[('dense', True), ('add', False)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+import pandas as pd
+
+__all__ = [
+    "TaskTime",
+    "TaskPlan",
+    "plan_tasks",
+    "plan_frame",
+    "expected_trials",
+    "TUNED_GFLOPS_PER_CORE",
+    "MIN_TRIALS_PER_TASK",
+    "TRIALS_PER_CORE_MINUTE",
+    "GAIN_SHARE",
+]
+
+TUNED_GFLOPS_PER_CORE = 20.0
+"""GFLOP/s per core that MetaSchedule's tuned code reaches here in minutes (AVX2, fp32): the
+estimate of a task's tuned time, for ranking only."""
+
+MIN_TRIALS_PER_TASK = 32
+"""Fewer trials than this rarely beat a task's first random samples: the budget is not spread thinner."""
+
+TRIALS_PER_CORE_MINUTE = 12.0
+"""Candidates built and measured per core and minute on this kind of machine (25 a minute on 2 cores)."""
+
+GAIN_SHARE = 0.999
+"""Tasks are tuned, most gain first, until they hold this share of the estimated gain."""
+
+
+@dataclass(frozen=True)
+class TaskTime:
+    """One task as measured untuned.
+
+    Parameters
+    ----------
+    name : str
+        The task (the fused PrimFunc's name).
+    calls : int
+        Calls per inference.
+    gflop : float
+        Estimated GFLOP of one call (``tvm.s_tir.analysis.estimate_tir_flops``).
+    untuned_ms : float
+        Time of all its calls in one untuned inference.
+
+    Examples
+    --------
+    >>> TaskTime("dense", 2, 0.5, 80.0).calls
+    2
+    """
+
+    name: str
+    calls: int
+    gflop: float
+    untuned_ms: float
+
+
+@dataclass(frozen=True)
+class TaskPlan:
+    """A task, what tuning may gain from it, and whether it gets trials.
+
+    Examples
+    --------
+    >>> plan = plan_tasks([TaskTime("dense", 2, 0.5, 80.0)], trials=64, cores=2)[0]
+    >>> plan.gain_ms, plan.tuned
+    (55.0, True)
+    """
+
+    name: str
+    calls: int
+    gflop: float
+    untuned_ms: float
+    floor_ms: float
+    """What its FLOPs would take at :data:`TUNED_GFLOPS_PER_CORE` on every core."""
+    gain_ms: float
+    """``untuned_ms - floor_ms`` (at least 0): the weight of the task when tuned."""
+    tuned: bool
+
+    def to_dict(self) -> dict[str, object]:
+        """The plan's fields.
+
+        Examples
+        --------
+        >>> plan_tasks([TaskTime("a", 1, 0.0, 1.0)], 32, 1)[0].to_dict()["name"]
+        'a'
+        """
+        return asdict(self)
+
+
+def expected_trials(trials: int, minutes: float | None, cores: int) -> int:
+    """Trials the budget will run: ``trials``, or fewer when the minutes end first.
+
+    Examples
+    --------
+    >>> expected_trials(1000, 10, 2), expected_trials(64, None, 2), expected_trials(64, 10, 2)
+    (240, 64, 64)
+    """
+    if not minutes:
+        return trials
+    return min(trials, int(minutes * TRIALS_PER_CORE_MINUTE * max(cores, 1)))
+
+
+def plan_tasks(times: Sequence[TaskTime], trials: int, cores: int) -> list[TaskPlan]:
+    """Rank the tasks by what tuning may gain and choose those the budget can tune.
+
+    At most ``trials // MIN_TRIALS_PER_TASK`` tasks (at least one) are tuned, most gain
+    first, until they hold :data:`GAIN_SHARE` of the gain; a task with nothing to gain is not.
+
+    Parameters
+    ----------
+    times : sequence of TaskTime
+        Every task, measured untuned.
+    trials : int
+        The trials the budget will run (:func:`expected_trials`).
+    cores : int
+        Cores the tuned code runs on.
+
+    Returns
+    -------
+    list of TaskPlan
+        Most gain first.
+
+    Examples
+    --------
+    >>> rows = [TaskTime(f"t{i}", 1, 0.0, float(i)) for i in range(1, 6)]
+    >>> [p.name for p in plan_tasks(rows, trials=64, cores=2) if p.tuned]
+    ['t5', 't4']
+    """
+    rate = TUNED_GFLOPS_PER_CORE * max(cores, 1)
+    plans = []
+    for t in times:
+        floor = t.calls * t.gflop / rate * 1e3
+        plans.append((t, floor, max(0.0, t.untuned_ms - floor)))
+    plans.sort(key=lambda p: -p[2])
+    total = sum(gain for _, _, gain in plans)
+    room = max(1, trials // MIN_TRIALS_PER_TASK)
+    chosen, held = 0, 0.0
+    out = []
+    for t, floor, gain in plans:
+        tuned = gain > 0 and chosen < room and held < GAIN_SHARE * total
+        if tuned:
+            chosen += 1
+            held += gain
+        out.append(TaskPlan(t.name, t.calls, t.gflop, t.untuned_ms, round(floor, 4), round(gain, 4), tuned))
+    return out
+
+
+def plan_frame(plans: Sequence[TaskPlan]) -> pd.DataFrame:
+    """The plan as a table, one row per task.
+
+    Examples
+    --------
+    >>> plan_frame(plan_tasks([TaskTime("a", 1, 0.0, 1.0)], 32, 1)).shape
+    (1, 7)
+    """
+    return pd.DataFrame([p.to_dict() for p in plans])

@@ -1,0 +1,47 @@
+"""Where the tuning trials go: tasks ranked by what tuning may gain, as many as the budget serves."""
+
+from __future__ import annotations
+
+import pytest
+
+from explorer.lower.tuning_plan import (
+    MIN_TRIALS_PER_TASK,
+    TUNED_GFLOPS_PER_CORE,
+    TaskTime,
+    expected_trials,
+    plan_frame,
+    plan_tasks,
+)
+
+
+def test_the_tasks_with_most_to_gain_are_tuned_first_and_the_rest_keep_their_default() -> None:
+    times = [
+        TaskTime("gelu_dense", calls=2, gflop=0.0168, untuned_ms=80.0),
+        TaskTime("dense", calls=2, gflop=0.0168, untuned_ms=35.0),
+        TaskTime("layer_norm", calls=6, gflop=0.0, untuned_ms=0.05),
+        TaskTime("reshape", calls=2, gflop=0.0, untuned_ms=0.0),
+    ]
+    plans = plan_tasks(times, trials=240, cores=2)
+    assert [p.name for p in plans] == ["gelu_dense", "dense", "layer_norm", "reshape"]
+    assert [p.tuned for p in plans] == [True, True, False, False]  # 99.9% of the gain is in the first two
+    floor = 2 * 0.0168 / (TUNED_GFLOPS_PER_CORE * 2) * 1e3  # both calls at the tuned rate on 2 cores
+    assert plans[0].floor_ms == pytest.approx(floor, abs=1e-4)
+    assert plans[0].gain_ms == pytest.approx(80.0 - floor, abs=1e-3)
+    assert plan_frame(plans).set_index("name").loc["reshape", "gain_ms"] == 0.0
+
+
+def test_the_budget_bounds_how_many_tasks_share_it() -> None:
+    times = [TaskTime(f"conv{i}", 1, 0.0, 10.0 + i) for i in range(20)]
+    assert sum(p.tuned for p in plan_tasks(times, trials=3 * MIN_TRIALS_PER_TASK, cores=2)) == 3
+    assert sum(p.tuned for p in plan_tasks(times, trials=1, cores=2)) == 1  # at least one
+    assert sum(p.tuned for p in plan_tasks(times, trials=10_000, cores=2)) == 20
+
+
+def test_a_task_already_at_the_tuned_rate_gains_nothing() -> None:
+    fast = TaskTime("matmul", 1, gflop=1.0, untuned_ms=1.0)  # 1000 GFLOP/s: nothing to win
+    assert plan_tasks([fast], trials=64, cores=2)[0].tuned is False
+
+
+def test_minutes_bound_the_trials_by_what_the_machine_builds() -> None:
+    assert expected_trials(600, None, 2) == 600
+    assert expected_trials(600, 10, 2) == 240 < expected_trials(600, 10, 4)
