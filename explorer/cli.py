@@ -187,6 +187,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--tune-minutes", type=float, default=None, metavar="M", help="tune TVM for M minutes"
     )
     timing.add_argument(
+        "--pretuned",
+        action="store_true",
+        help="TVM applies the tuning records shipped for this CPU (with a budget, tunes on from them)",
+    )
+    timing.add_argument(
         "--input-shape", action="append", type=parse_input_shape, default=[], metavar="NAME=D1,D2,..."
     )
     timing.add_argument(
@@ -412,6 +417,8 @@ def _bench(args: argparse.Namespace) -> int:
         options: dict[str, Any] = {}
         if name.startswith("tvm"):
             options = {"tune_trials": args.tune_trials, "tune_minutes": args.tune_minutes}
+            if args.pretuned:
+                options["pretuned"] = True
             if args.rpc_tracker or args.rpc_key:
                 options.update(rpc_tracker=args.rpc_tracker, rpc_key=args.rpc_key)
         elif args.threads:

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from .. import worker
+from ..lower.vm_instrument import vm_call_times
 
 __all__ = [
     "MAX_SESSIONS",
@@ -48,6 +49,8 @@ __all__ = [
     "has_session",
     "profile_session",
     "RPC_REQUEST_TIMEOUT_S",
+    "SETTLE_S",
+    "REPORT_EVERY_S",
 ]
 
 MAX_SESSIONS = 8
@@ -198,17 +201,19 @@ def prepare_tvm(
     started = time.perf_counter()
     target = str(options.get("target", "llvm"))
     trials, minutes = int(options.get("tune_trials") or 0), options.get("tune_minutes")
-    if trials > 0 or minutes:
+    if trials > 0 or minutes or options.get("pretuned"):
         from ..lower.relax_tuning import compile_tuned
 
         compiled = compile_tuned(
             path,
             input_shapes,
             target,
-            trials=trials or int(float(minutes) * 60),  # the minutes stop it first
+            trials=trials or int(float(minutes or 0) * 60),  # the minutes stop it first
             minutes=float(minutes) if minutes else None,
             work_dir=str(options["work_dir"]),
             key=str(options["tuning_key"]),
+            pretuned=bool(options.get("pretuned")),
+            rpc=options if options.get("rpc_tracker") else None,
         )
     else:
         compiled = compile_relax(path, input_shapes, target)
@@ -223,7 +228,7 @@ def prepare_tvm(
     main = machine["main"]
 
     def profile(model_path: str, args: Any, runs: int) -> list[dict[str, Any]]:
-        return _vm_profile(machine, args, runs)
+        return vm_call_times(machine, args, runs)
 
     info = {
         "runtime": "tvm",
@@ -232,7 +237,17 @@ def prepare_tvm(
         "compile_s": compiled["compile_s"],
         **{
             k: compiled[k]
-            for k in ("tune_s", "trials", "tuned_before", "out_of_time", "tasks", "errors")
+            for k in (
+                "tune_s",
+                "trials",
+                "trials_run",
+                "tuned_before",
+                "out_of_time",
+                "tasks",
+                "errors",
+                "plan",
+                "shipped",
+            )
             if k in compiled
         },
         "target": compiled["target"],
@@ -380,6 +395,14 @@ def run_session(key: str, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
     return session.outputs(session.call(session.bind(feeds)))
 
 
+SETTLE_S = 0.2
+"""Pause before timing a session: the threads of the runtime timed just before (ONNX Runtime's
+and TVM's pools spin after their work) go idle instead of competing with this one's."""
+
+REPORT_EVERY_S = 0.25
+"""At most one progress message this often while timing: each wakes the parent process."""
+
+
 def time_session(
     key: str,
     feeds: Mapping[str, np.ndarray],
@@ -411,6 +434,14 @@ def time_session(
     bound = session.bind(feeds)
     result: Any = None
     warm = []
+    time.sleep(SETTLE_S)  # the runtime timed before this one parks its spinning threads
+    shown = [0.0]
+
+    def report(share: float | None, message: str) -> None:  # a message costs the parent CPU time:
+        now = time.perf_counter()  # at most a few a second, not one a run
+        if now - shown[0] >= REPORT_EVERY_S:
+            shown[0] = now
+            worker.report(share, message)
 
     def one_run() -> float:
         nonlocal result
@@ -422,7 +453,7 @@ def time_session(
 
     for i in range(max(0, warmup)):
         warm.append(one_run())
-        worker.report(None, f"warm-up {i + 1}/{warmup}")
+        report(None, f"warm-up {i + 1}/{warmup}")
     times: list[float] = []
     begun = time.perf_counter()
     while True:
@@ -432,7 +463,7 @@ def time_session(
             break
         times.append(one_run())
         share = min(1.0, max(len(times) / max(min_runs, 1), elapsed / max(min_seconds, 1e-9)))
-        worker.report(min(share, 1.0), f"{len(times)} runs, {elapsed:.1f} s")
+        report(min(share, 1.0), f"{len(times)} runs, {elapsed:.1f} s")
     if result is None:
         result = session.call(bound)
     return {"times_ms": times, "warmup_ms": warm, "outputs": session.outputs(result)}
@@ -472,35 +503,10 @@ def _ort_profile(
                 "ms": float(event.get("dur", 0)) / 1000.0,
                 "run": run,
                 "provider": args.get("provider", ""),
+                "output_bytes": int(args["output_size"]) if "output_size" in args else None,
             }
         )
     return [{**r, "run": r["run"] - 1} for r in records if r["run"] >= 1]  # run 0 was the warm-up
-
-
-def _vm_profile(machine: Any, args: Any, runs: int) -> list[dict[str, Any]]:
-    """Per-call times in the Relax VM, from ``VirtualMachine.set_instrument`` (TVM 0.27 has no profiler)."""
-    records: list[dict[str, Any]] = []
-    started: list[int] = []
-    state = {"run": 0}
-
-    def instrument(func: Any, symbol: str, before_run: bool, ret_value: Any, *call_args: Any) -> int:
-        if before_run:
-            started.append(time.perf_counter_ns())
-        else:
-            elapsed = (time.perf_counter_ns() - started.pop()) / 1e6
-            records.append({"name": str(symbol), "op": str(symbol), "ms": elapsed, "run": state["run"]})
-        return 0  # VMInstrumentReturnKind.NO_OP
-
-    main = machine["main"]
-    main(*args)  # warm-up
-    machine.set_instrument(instrument)
-    try:
-        for run in range(runs):
-            state["run"] = run
-            main(*args)
-    finally:
-        machine.set_instrument(lambda *a: 0)
-    return records
 
 
 def profile_session(path: str, key: str, feeds: Mapping[str, np.ndarray], runs: int = 10) -> dict[str, Any]:

@@ -11,6 +11,8 @@ Examples
 --------
 >>> TvmRuntime().name, TvmRuntime().label, TvmRuntime(tune_trials=64).label
 ('tvm', 'TVM llvm untuned', 'TVM llvm tuned (64 trials)')
+>>> TvmRuntime(pretuned=True).label
+'TVM llvm pre-tuned'
 """
 
 from __future__ import annotations
@@ -53,6 +55,10 @@ class TvmRuntime:
         The device key the servers registered with (``python -m tvm.exec.rpc_server --key``).
     rpc_timeout : float
         Seconds to wait for a free server, and for any one remote call, before a clear error.
+    pretuned : bool
+        Add the tuning records shipped for this CPU to the database first
+        (:func:`explorer.lower.tvm_records.seed_database`): with no budget they are applied
+        without tuning; with one, tuning starts from them.
 
     Examples
     --------
@@ -67,6 +73,7 @@ class TvmRuntime:
     rpc_tracker: str | None = None
     rpc_key: str | None = None
     rpc_timeout: float = 120.0
+    pretuned: bool = False
 
     def __post_init__(self) -> None:
         if bool(self.rpc_tracker) != bool(self.rpc_key):
@@ -79,30 +86,37 @@ class TvmRuntime:
 
     @property
     def label(self) -> str:
-        """``TVM llvm untuned``, ``TVM llvm tuned (64 trials)``, ``TVM llvm tuned (10 min)``."""
+        """``TVM llvm untuned``, ``TVM llvm tuned (64 trials)``, ``TVM llvm tuned (10 min)``,
+        ``TVM llvm pre-tuned``, ``TVM llvm pre-tuned + tuned (10 min)``."""
         where = f" on {self.rpc_key}@{self.rpc_tracker}" if self.rpc_tracker else ""
         if not self.tuned:
             return f"TVM {self.target} untuned{where}"
         budget = [f"{self.tune_trials} trials"] if self.tune_trials else []
         budget += [f"{self.tune_minutes:g} min"] if self.tune_minutes else []
-        return f"TVM {self.target} tuned ({', '.join(budget)}){where}"
+        if not budget:
+            return f"TVM {self.target} pre-tuned{where}"
+        start = "pre-tuned + " if self.pretuned else ""
+        return f"TVM {self.target} {start}tuned ({', '.join(budget)}){where}"
 
     @property
     def tuned(self) -> bool:
-        """Whether the compiled code is tuned (a budget was given)."""
-        return self.tune_trials > 0 or bool(self.tune_minutes)
+        """Whether the compiled code is tuned (a budget was given, or the shipped records)."""
+        return self.tune_trials > 0 or bool(self.tune_minutes) or self.pretuned
 
     def available(self) -> bool:
         """Whether apache-tvm is installed and the target is the CPU (``llvm``)."""
         return self.target == "llvm" and importlib.util.find_spec("tvm") is not None
 
     def options(self) -> dict[str, Any]:
-        """``{"target", "tune_trials", "tune_minutes"}``, and ``rpc_tracker`` / ``rpc_key`` when remote."""
+        """``{"target", "tune_trials", "tune_minutes"}``, ``pretuned`` when set, and ``rpc_tracker`` /
+        ``rpc_key`` when remote."""
         options: dict[str, Any] = {
             "target": self.target,
             "tune_trials": self.tune_trials,
             "tune_minutes": self.tune_minutes,
         }
+        if self.pretuned:
+            options["pretuned"] = True
         if self.rpc_tracker:
             options.update(rpc_tracker=self.rpc_tracker, rpc_key=self.rpc_key, rpc_timeout=self.rpc_timeout)
         return options

@@ -111,6 +111,17 @@ def test_a_model_is_benchmarked_on_a_server_from_the_tracker(tracker: tuple[str,
     assert local.runtime == there.runtime == "tvm"
 
 
+def test_tuning_measures_candidates_on_the_servers(tracker: tuple[str, list], tmp_path: object) -> None:
+    address, _ = tracker
+    graph = load("zoo:mlp")
+    remote = TvmRuntime(tune_trials=16, tuning_root=str(tmp_path), rpc_tracker=address, rpc_key=KEY)
+    session = remote.prepare(graph)
+    assert session.info["tune_s"] > 0 and session.info["trials_run"] >= 16 and not session.info["errors"]
+    assert session.info["tasks_with_records"] >= 1  # measured there, committed here
+    feeds = random_feeds(graph.model)
+    np.testing.assert_allclose(session.run(feeds)[0], TvmRuntime().prepare(graph).run(feeds)[0], rtol=1e-4)
+
+
 def test_no_server_under_a_key_and_a_dead_server_give_clear_errors(tracker: tuple[str, list]) -> None:
     address, procs = tracker
     graph = load("zoo:mlp")
