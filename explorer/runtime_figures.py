@@ -1,4 +1,5 @@
-"""Figures of runtime measurements: latency distributions side by side, and where the time goes.
+"""Figures of runtime measurements: latency distributions side by side, where the time goes, and
+each node against the machine's roofline.
 
 Pure functions from results to plotly figures (the widgets only show them).
 
@@ -13,6 +14,7 @@ Examples
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import plotly.graph_objects as go
@@ -20,8 +22,9 @@ import plotly.graph_objects as go
 if TYPE_CHECKING:
     from .runtimes.bench import BenchReport
     from .runtimes.profile import Profile
+    from .runtimes.roofline import Roofline
 
-__all__ = ["latency_figure", "kernel_time_figure", "RUNTIME_COLORS"]
+__all__ = ["latency_figure", "kernel_time_figure", "roofline_figure", "RUNTIME_COLORS"]
 
 RUNTIME_COLORS = ("#33558a", "#c0561b", "#1f6f5f", "#8e2f25", "#6d3f8f")
 """One colour per runtime, in the order of the report."""
@@ -97,5 +100,68 @@ def kernel_time_figure(profile: Profile, top: int = 15) -> go.Figure:
         xaxis={"title": "ms per inference"},
         margin={"l": 220, "r": 20, "t": 50, "b": 40},
         height=max(260, 22 * len(kernels) + 90),
+    )
+    return fig
+
+
+def roofline_figure(rooflines: Sequence[Roofline]) -> go.Figure:
+    """Every runtime's nodes under the machine's roofline: intensity (FLOPs per byte) against
+    achieved GFLOP/s, log-log; a marker's area is the node's time, the roof is
+    ``min(peak, bandwidth * intensity)``.
+
+    Examples
+    --------
+    >>> from explorer.runtimes.machine import MachinePeak
+    >>> from explorer.runtimes.roofline import Roofline, RooflinePoint
+    >>> point = RooflinePoint("conv", "Conv", 2.0, 4e9, 1e8, 40.0, 2.0, 100.0, "compute")
+    >>> fig = roofline_figure([Roofline("ort", "ONNX Runtime", MachinePeak(100.0, 20.0, 2), (point,))])
+    >>> [t.name for t in fig.data]
+    ['roof (100 GFLOP/s, 20 GB/s)', 'ONNX Runtime']
+    """
+    fig = go.Figure()
+    if not rooflines:
+        return fig
+    peak = rooflines[0].peak
+    intensities = [p.intensity for r in rooflines for p in r.points] or [peak.ridge]
+    low, high = min(min(intensities), peak.ridge) / 4, max(max(intensities), peak.ridge) * 4
+    xs = [low, peak.ridge, high]
+    fig.add_trace(
+        go.Scatter(
+            x=xs,
+            y=[peak.attainable(x) for x in xs],
+            mode="lines",
+            line={"color": "#555555", "width": 2},
+            name=f"roof ({peak.gflops:.0f} GFLOP/s, {peak.gbps:.0f} GB/s)",
+            hoverinfo="skip",
+        )
+    )
+    longest = max((p.ms for r in rooflines for p in r.points), default=1.0) or 1.0
+    for index, line in enumerate(rooflines):
+        points = line.points
+        fig.add_trace(
+            go.Scatter(
+                x=[p.intensity for p in points],
+                y=[max(p.gflops, 1e-6) for p in points],
+                mode="markers",
+                name=line.label,
+                marker={
+                    "color": RUNTIME_COLORS[index % len(RUNTIME_COLORS)],
+                    "size": [6 + 24 * (p.ms / longest) ** 0.5 for p in points],
+                    "opacity": 0.7,
+                    "line": {"width": 0.5, "color": "white"},
+                },
+                customdata=[[p.node, p.op_type, p.ms, 100 * p.efficiency, p.bound] for p in points],
+                hovertemplate="%{customdata[0]} (%{customdata[1]})<br>%{customdata[2]:.3f} ms, "
+                "%{y:.1f} GFLOP/s at %{x:.1f} FLOP/B<br>%{customdata[3]:.0f}% of the roof, "
+                "%{customdata[4]}-bound<extra>" + line.label + "</extra>",
+            )
+        )
+    fig.update_layout(
+        title="where each node stands against this machine's roofline",
+        xaxis={"title": "arithmetic intensity (FLOPs per byte moved)", "type": "log"},
+        yaxis={"title": "achieved GFLOP/s", "type": "log"},
+        margin={"l": 60, "r": 20, "t": 50, "b": 50},
+        height=420,
+        legend={"orientation": "h", "y": -0.2},
     )
     return fig

@@ -1,13 +1,15 @@
 """BenchPanel: choose runtimes and options, run a benchmark with a progress bar, read the results.
 
 Above: which runtimes (ONNX Runtime, TVM), ONNX Runtime's optimisation level and threads,
-TVM's tuning budget (trials, 0: untuned), a run button and a progress bar. Below, once it
-ran: the latency distributions side by side (box or violin), a table (median, p90, runs,
-prepare time, agreement with the first runtime), and the graph coloured by where each
-runtime spends its time (per-node overlays from :func:`explorer.runtimes.profile.profile`,
-one entry per runtime in the graph's colour menu). The measurement is
-:func:`explorer.runtimes.bench`; the figures are :mod:`explorer.runtime_figures`; this class
-wires state and events.
+TVM's tuning budget (trials, 0: untuned), whether TVM starts from the tuning records shipped
+for this CPU, an RPC tracker and device key to run TVM on a remote server, a run button and
+a progress bar. Below, once it ran: the latency distributions side by side (box or violin),
+a table (median, p90, runs, prepare time, agreement with the first runtime, kernels launched
+and bytes written between kernels per inference), the slowest kernels, each node against
+the machine's roofline, and the graph coloured by where each runtime spends its time
+(per-node overlays from :func:`explorer.runtimes.profile.profile`, one entry per runtime in
+the graph's colour menu). The measurement is :func:`explorer.runtimes.bench`; the figures
+are :mod:`explorer.runtime_figures`; this class wires state and events.
 
 Examples
 --------
@@ -25,13 +27,16 @@ from typing import Any
 import ipywidgets as w
 
 from explorer import load
+from explorer.cost_model import node_costs
 from explorer.graph import ModelGraph
 from explorer.native import ORT_LEVELS
-from explorer.runtime_figures import kernel_time_figure, latency_figure
+from explorer.runtime_figures import kernel_time_figure, latency_figure, roofline_figure
 from explorer.runtimes import OrtRuntime, TvmRuntime, bench, random_feeds
 from explorer.runtimes.bench import BenchReport
 from explorer.runtimes.inputs import concrete_input_shapes
 from explorer.runtimes.profile import Profile, profile
+from explorer.runtimes.roofline import Roofline, roofline
+from explorer.tensors import format_bytes
 
 from .graph_view import GraphView
 
@@ -79,6 +84,9 @@ class BenchPanel(w.VBox):
         self.ort_level = w.Dropdown(options=list(ORT_LEVELS), value="all", description="ORT level")
         self.ort_threads = w.BoundedIntText(value=0, min=0, max=256, description="ORT threads")
         self.tune_trials = w.BoundedIntText(value=0, min=0, max=100_000, description="TVM trials")
+        self.pretuned = w.Checkbox(value=False, description="TVM shipped records", indent=False)
+        self.rpc_tracker = w.Text(value="", placeholder="HOST:PORT", description="RPC tracker")
+        self.rpc_key = w.Text(value="", placeholder="device key", description="RPC key")
         self.kind = w.ToggleButtons(options=["box", "violin"], value="box")
         self.run_button = w.Button(description="run", button_style="primary", _dom_classes=("oge-bench-run",))
         self.progress = w.FloatProgress(value=0.0, min=0.0, max=1.0, description="")
@@ -89,6 +97,8 @@ class BenchPanel(w.VBox):
         self.table = w.HTML(_dom_classes=("oge-bench-table",))  # the shared bundle, as the graph views)
         self.time_menu = w.Dropdown(options=[], description="colour by time")
         self.kernels = GraphFigureWidget()
+        self.roofline = GraphFigureWidget()
+        self.rooflines: list[Roofline] = []
         self.results = w.VBox([], _dom_classes=("oge-bench-results",))
         self.view = GraphView(self.graph)
         self.run_button.on_click(lambda _: self.run())
@@ -96,14 +106,28 @@ class BenchPanel(w.VBox):
         self.time_menu.observe(self._on_time_menu, names="value")
         controls = w.VBox(
             [
-                w.HBox([self.runtimes, w.VBox([self.ort_level, self.ort_threads, self.tune_trials])]),
+                w.HBox(
+                    [
+                        self.runtimes,
+                        w.VBox([self.ort_level, self.ort_threads]),
+                        w.VBox([self.tune_trials, self.pretuned]),
+                        w.VBox([self.rpc_tracker, self.rpc_key]),
+                    ]
+                ),
                 w.HBox([self.run_button, self.progress, self.status]),
             ]
         )
         super().__init__([controls, self.results, self.view], _dom_classes=("oge-bench-panel",))
 
     def _layout_results(self) -> None:
-        self.results.children = [self.kind, self.latency, self.table, self.time_menu, self.kernels]
+        self.results.children = [
+            self.kind,
+            self.latency,
+            self.table,
+            self.time_menu,
+            self.kernels,
+            self.roofline,
+        ]
 
     def chosen(self) -> list[Any]:
         """The runtimes the controls describe, in the order shown.
@@ -119,7 +143,15 @@ class BenchPanel(w.VBox):
                 OrtRuntime(optimization=self.ort_level.value, threads=int(self.ort_threads.value))
             )
         if "tvm" in self.runtimes.value:
-            runtimes.append(TvmRuntime(tune_trials=int(self.tune_trials.value)))
+            remote = {}
+            if self.rpc_tracker.value.strip() or self.rpc_key.value.strip():
+                remote = {
+                    "rpc_tracker": self.rpc_tracker.value.strip(),
+                    "rpc_key": self.rpc_key.value.strip(),
+                }
+            runtimes.append(
+                TvmRuntime(tune_trials=int(self.tune_trials.value), pretuned=self.pretuned.value, **remote)
+            )
         return runtimes
 
     def _progress(self, label: str, event: Any) -> None:
@@ -159,12 +191,17 @@ class BenchPanel(w.VBox):
                     self.profiles[runtime.label] = profile(session, feeds, runs=3)
             for label, prof in self.profiles.items():
                 self.view.set_overlay(f"time: {label}", prof.node_ms)
+            costs = node_costs(self.graph, self.input_shapes)
+            self.rooflines = [roofline(prof, costs) for prof in self.profiles.values()]
         except Exception as err:  # shown in the panel; the kernel and the panel stay usable
             self.status.value = f"<b>failed</b>: {html.escape(type(err).__name__)}: {html.escape(str(err))}"
             raise
         finally:
             self.run_button.disabled = False
         self.progress.value = 1.0
+        from .figure_widget import GraphFigureWidget
+
+        self.roofline = GraphFigureWidget(roofline_figure(self.rooflines))
         self._draw_latency()
         self.table.value = self._table_html()
         labels = list(self.profiles)
@@ -199,11 +236,16 @@ class BenchPanel(w.VBox):
     def _table_html(self) -> str:
         assert self.report is not None
         head = "<tr><th>runtime</th><th>median ms</th><th>p90 ms</th><th>runs</th><th>prepare s</th>"
-        head += "<th>max abs err</th><th>agrees</th></tr>"
-        rows = [
-            f"<tr><td>{html.escape(r.label)}</td><td>{r.median_ms:.3f}</td><td>{r.p90_ms:.3f}</td>"
-            f"<td>{r.runs}</td><td>{r.prepare_s:.2f}</td><td>{r.max_abs_err:.2e}</td>"
-            f"<td>{'yes' if r.agrees else '<b>no</b>'}</td></tr>"
-            for r in self.report.results
-        ]
+        head += "<th>max abs err</th><th>agrees</th><th>kernels</th><th>written between kernels</th></tr>"
+        by_label = {p.label: p for p in self.profiles.values()}
+        rows = []
+        for r in self.report.results:
+            prof = by_label.get(r.label)
+            launches = f"{prof.launches:.0f}" if prof else ""
+            written = format_bytes(int(prof.written_bytes)) if prof and prof.written_bytes is not None else ""
+            rows.append(
+                f"<tr><td>{html.escape(r.label)}</td><td>{r.median_ms:.3f}</td><td>{r.p90_ms:.3f}</td>"
+                f"<td>{r.runs}</td><td>{r.prepare_s:.2f}</td><td>{r.max_abs_err:.2e}</td>"
+                f"<td>{'yes' if r.agrees else '<b>no</b>'}</td><td>{launches}</td><td>{written}</td></tr>"
+            )
         return f"<table class='oge-bench'>{head}{''.join(rows)}</table>"

@@ -96,6 +96,13 @@ class Profile:
         Every kernel, slowest first.
     node_ms : dict
         ONNX node id -> milliseconds per inference (an overlay for ``GraphView``).
+    launches : float
+        Kernels launched per inference (ORT's node runs; TVM's PrimFunc calls, not the VM's
+        own builtins).
+    written_bytes : float or None
+        Bytes the kernels write per inference: tensors that go through memory between
+        kernels, the traffic fusion removes (ORT's ``output_size`` per node; TVM's kernel
+        outputs in the lowered module). None when unknown.
     """
 
     runtime: str
@@ -104,6 +111,8 @@ class Profile:
     run_ms: float
     kernels: tuple[KernelTime, ...]
     node_ms: Mapping[str, float] = field(default_factory=dict)
+    launches: float = 0.0
+    written_bytes: float | None = None
 
     @property
     def coverage(self) -> float:
@@ -143,6 +152,8 @@ class Profile:
             "runs": self.runs,
             "run_ms": self.run_ms,
             "coverage": self.coverage,
+            "launches": self.launches,
+            "written_bytes": self.written_bytes,
             "kernels": [k.to_dict() for k in self.kernels],
         }
 
@@ -210,45 +221,97 @@ def _anchor(source: ModelGraph, origins: Sequence[str]) -> str | None:
     return members[0] if members else None
 
 
+def _work_key(graph: ModelGraph, node: str) -> tuple[Any, ...]:
+    """What a node computes, up to its weights' values: op, attributes, weight and output shapes."""
+    d = graph.nx.nodes[node]
+    outputs = sorted(
+        {(k, str(e.get("shape"))) for _, _, k, e in graph.nx.out_edges(node, keys=True, data=True)}
+    )
+    weights = tuple(tuple(w.shape or ()) for w in d.get("weights") or ())
+    return (
+        d["op_type"],
+        repr(sorted(d.get("attributes", {}).items())),
+        weights,
+        tuple(s for _, s in outputs),
+    )
+
+
+def _call_anchors(graph: ModelGraph, calls: Sequence[tuple[str, ...]]) -> list[str | None]:
+    """The ONNX node each call site of one kernel is put on. Identical layers share one fused
+    function, whose members carry the first layer's origins: calls that land on one node go,
+    in order, to the nodes doing the same work, when there are as many."""
+    anchors = [_anchor(graph, origin) for origin in calls]
+    first = anchors[0] if anchors else None
+    if first is None or len(set(anchors)) == len(anchors):
+        return anchors
+    key = _work_key(graph, first)
+    same = [n for n in graph.op_nodes() if _work_key(graph, n) == key]
+    return same if len(same) == len(anchors) else anchors
+
+
 def _tvm_kernels(
     graph: ModelGraph,
     shapes: Mapping[str, Sequence[int]] | None,
     records: Sequence[Mapping[str, Any]],
     runs: int,
     tuned: bool = False,
-) -> list[KernelTime]:
-    """TVM calls per run, the n-th call of a PrimFunc mapped to its n-th call site after FuseTIR
-    (of the passes the build ran: a tuned build decomposes batch norm first)."""
-    from ..lower.relax_pipeline import ZERO_PIPELINE, relax_pipeline
+) -> tuple[list[KernelTime], float | None]:
+    """TVM calls per run, mapped to the call sites after FuseTIR (of the passes the build ran: a
+    tuned build decomposes batch norm first): the n-th kernel call of a run to the n-th call
+    site when there are as many, else the n-th call of a PrimFunc to its n-th call site."""
+    from ..lower.relax_pipeline import relax_pipeline
+    from ..lower.relax_tuning import PREPACKED_SUFFIX, TUNING_PASSES
 
-    passes = ["DecomposeOpsForInference", "CanonicalizeBindings", *ZERO_PIPELINE] if tuned else "zero"
+    passes = list(TUNING_PASSES) if tuned else "zero"
     lowered = relax_pipeline(graph, shapes, passes)[-1].graph
     sites: dict[str, list[tuple[str, ...]]] = defaultdict(list)
-    ordered = sorted(
-        (d for _, d in lowered.nx.nodes(data=True) if d["kind"] == "op" and d["op"] == "relax.call_tir"),
-        key=lambda d: d["index"],
+    calls_at = sorted(
+        ((n, d) for n, d in lowered.nx.nodes(data=True) if d["kind"] == "op" and d["op"] == "relax.call_tir"),
+        key=lambda pair: pair[1]["index"],
     )
+    ordered = [d for _, d in calls_at]
     for d in ordered:
         sites[d["op_type"]].append(tuple(d["origin"]))
+    by_run: dict[int, list[Mapping[str, Any]]] = defaultdict(list)
+    for record in records:
+        if not record["name"].startswith("vm."):
+            by_run[record["run"]].append(record)
+    if by_run and all(len(calls) == len(ordered) for calls in by_run.values()):
+        # one kernel call per call site, in order: the build may rename kernels (a tuned one
+        # gets a suffix per rewrite), not reorder them
+        records = [
+            {**record, "name": ordered[i]["op_type"]}
+            for calls in by_run.values()
+            for i, record in enumerate(calls)
+        ] + [r for r in records if r["name"].startswith("vm.")]
     per_run: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     totals: dict[tuple[str, int], float] = defaultdict(float)
     for record in records:
         seen = per_run[record["run"]]
-        nth = seen[record["name"]]
-        seen[record["name"]] += 1
-        totals[(record["name"], nth)] += record["ms"]
+        symbol = record["name"].removesuffix(PREPACKED_SUFFIX)  # the kernel whose weights the build packed
+        nth = seen[symbol]
+        seen[symbol] += 1
+        totals[(symbol, nth)] += record["ms"]
     kernels = []
     runtime_calls: dict[str, float] = defaultdict(float)  # vm.builtin.*: no call site, one row each
+    anchors = {symbol: _call_anchors(graph, calls) for symbol, calls in sites.items()}
     for (symbol, nth), ms in totals.items():
         calls = sites.get(symbol, [])
         if not calls:
             runtime_calls[symbol] += ms
             continue
-        node = _anchor(graph, calls[nth]) if nth < len(calls) else None
+        node = anchors[symbol][nth] if nth < len(calls) else None
         name = symbol if len(calls) == 1 else f"{symbol}#{nth}"
         kernels.append(KernelTime(name, symbol, ms / runs, node))
     kernels += [KernelTime(symbol, symbol, ms / runs, None) for symbol, ms in runtime_calls.items()]
-    return kernels
+    written: float | None = 0.0
+    for node, _ in calls_at:
+        outputs = {k: e.get("bytes") for _, _, k, e in lowered.nx.out_edges(node, keys=True, data=True)}
+        if written is not None and all(b is not None for b in outputs.values()):
+            written += float(sum(outputs.values()))
+        else:
+            written = None
+    return kernels, written
 
 
 def profile(session: PreparedSession, feeds: Mapping[str, np.ndarray], runs: int = 5) -> Profile:
@@ -282,13 +345,28 @@ def profile(session: PreparedSession, feeds: Mapping[str, np.ndarray], runs: int
     )
     count = max(1, int(out["runs"]))
     if session.runtime.name.startswith("tvm"):
-        kernels = _tvm_kernels(graph, session.input_shapes, out["records"], count, session.runtime.tuned)
+        kernels, written = _tvm_kernels(
+            graph, session.input_shapes, out["records"], count, session.runtime.tuned
+        )
+        launches = sum(1 for r in out["records"] if not r["name"].startswith("vm.")) / count
     else:
         kernels = _ort_kernels(graph, out["records"], count)
+        launches = len(out["records"]) / count
+        sizes = [r.get("output_bytes") for r in out["records"]]
+        written = None if any(b is None for b in sizes) else float(sum(sizes)) / count
     kernels.sort(key=lambda k: -k.ms)
     node_ms: dict[str, float] = defaultdict(float)
     for kernel in kernels:
         if kernel.node is not None:
             node_ms[kernel.node] += kernel.ms
     run_ms = float(np.mean(out["run_ms"])) if out["run_ms"] else 0.0
-    return Profile(session.runtime.name, session.runtime.label, count, run_ms, tuple(kernels), dict(node_ms))
+    return Profile(
+        session.runtime.name,
+        session.runtime.label,
+        count,
+        run_ms,
+        tuple(kernels),
+        dict(node_ms),
+        launches=launches,
+        written_bytes=written,
+    )

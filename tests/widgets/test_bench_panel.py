@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from widgets import BenchPanel
 
 
@@ -15,5 +17,21 @@ def test_the_controls_describe_the_runtimes_and_a_run_fills_the_panel() -> None:
     assert "ONNX Runtime CPU (basic, 1 thread)" in panel.table.value and panel.status.value.startswith("done")
     assert [t.type for t in panel.latency.data] == ["box"] and panel.kernels.data[0].type == "bar"
     assert panel.view.color_menu.value == "time: ONNX Runtime CPU (basic, 1 thread)"
+    assert panel.roofline.data[0].name.startswith("roof") and panel.roofline.data[1].x  # nodes placed
+    assert "<th>kernels</th>" in panel.table.value and panel.rooflines[0].launches > 0
     panel.kind.value = "violin"
     assert panel.latency.data[0].type == "violin"
+
+
+def test_the_tvm_controls_choose_shipped_records_and_a_remote_server() -> None:
+    panel = BenchPanel("zoo:mlp")
+    panel.runtimes.value = ("tvm",)
+    panel.tune_trials.value, panel.pretuned.value = 0, True
+    assert [r.label for r in panel.chosen()] == ["TVM llvm pre-tuned"]
+    panel.rpc_tracker.value, panel.rpc_key.value = "127.0.0.1:9190", "board"
+    (remote,) = panel.chosen()
+    assert (remote.rpc_tracker, remote.rpc_key, remote.pretuned) == ("127.0.0.1:9190", "board", True)
+    panel.rpc_key.value = ""  # a tracker without a key: said in the panel, nothing runs
+    with pytest.raises(ValueError, match="rpc_tracker and rpc_key go together"):
+        panel.run()
+    assert "rpc_tracker and rpc_key go together" in panel.status.value and not panel.run_button.disabled
