@@ -37,7 +37,6 @@ __all__ = [
     "PREPACKED_SUFFIX",
     "finish_tuned",
     "measure_tasks",
-    "DEADLINE_ENV",
     "POPULATION",
     "TRIALS_PER_ITER",
     "build_candidate",
@@ -136,26 +135,15 @@ def register_cpu_intrinsics() -> None:
     importlib.import_module(f"{name}.{'arm_cpu' if machine in ('aarch64', 'arm64') else 'x86'}")
 
 
-DEADLINE_ENV = "ONNX_EXPLORER_TUNE_DEADLINE"
-"""Set while tuning under a minute budget: the epoch second after which a candidate is not built."""
-
-
 def build_candidate(mod: Any, target: Any, _params: Any = None) -> Any:
     """MetaSchedule's default candidate build, with only this CPU's tensor intrinsics registered
     (:func:`register_cpu_intrinsics`; the default registers every platform's, per batch).
-
-    Past the minute budget (:data:`DEADLINE_ENV`, inherited by the builder's processes) a
-    candidate fails at once instead: MetaSchedule cannot stop the task that is running at the
-    deadline, so its remaining trials cost a search each, not a build and a measurement.
 
     Examples
     --------
     >>> build_candidate.__name__
     'build_candidate'
     """
-    deadline = os.environ.get(DEADLINE_ENV)
-    if deadline and time.time() > float(deadline):
-        raise TimeoutError("the tuning budget is spent")
     register_cpu_intrinsics()
     from tvm.driver import build as tvm_build
     from tvm.s_tir.transform import RemoveWeightLayoutRewriteBlock
@@ -167,7 +155,7 @@ def build_candidate(mod: Any, target: Any, _params: Any = None) -> Any:
 def _progress_callback(total: int, minutes: float | None, ends: float | None, names: Sequence[str]) -> Any:
     """A MetaSchedule measure callback: progress to the parent (trials, or time when the minutes
     end first; the best time per task). The minute budget (``ends``, epoch seconds) is kept by
-    the search strategy (:func:`_deadline_search`) and the builder (:func:`build_candidate`)."""
+    the search strategy (:func:`_deadline_search`)."""
     from tvm.ir.utils import derived_object
     from tvm.s_tir.meta_schedule.measure_callback import PyMeasureCallback
 
@@ -393,26 +381,17 @@ def _tune(
         contexts += made
         weights.append(chosen[task.task_name].gain_ms)
     callback = _progress_callback(trials, minutes, ends, [c.task_name for c in contexts])
-    previous = os.environ.get(DEADLINE_ENV)
-    if ends is not None:
-        os.environ[DEADLINE_ENV] = str(ends)
-    try:
-        ms.tune_tasks(
-            tasks=contexts,
-            task_weights=weights,
-            work_dir=str(folder),
-            max_trials_global=trials,
-            num_trials_per_iter=TRIALS_PER_ITER,
-            measure_callbacks=[*MeasureCallback.create("default"), callback],
-            # 30 s (the default) is too little for a build on 2 busy cores
-            builder=ms.builder.LocalBuilder(timeout_sec=BUILD_TIMEOUT_S, f_build=build_candidate),
-            runner=_runner(rpc),
-        )
-    finally:
-        if previous is None:
-            os.environ.pop(DEADLINE_ENV, None)
-        else:
-            os.environ[DEADLINE_ENV] = previous
+    ms.tune_tasks(
+        tasks=contexts,
+        task_weights=weights,
+        work_dir=str(folder),
+        max_trials_global=trials,
+        num_trials_per_iter=TRIALS_PER_ITER,
+        measure_callbacks=[*MeasureCallback.create("default"), callback],
+        # 30 s (the default) is too little for a build on 2 busy cores
+        builder=ms.builder.LocalBuilder(timeout_sec=BUILD_TIMEOUT_S, f_build=build_candidate),
+        runner=_runner(rpc),
+    )
     return callback
 
 

@@ -41,11 +41,11 @@ def test_a_tuned_run_is_correct_and_a_second_run_reuses_the_database(tmp_path: P
 
 
 def test_a_minute_budget_stops_tuning_and_keeps_what_it_found(tmp_path: Path) -> None:
-    graph = load("zoo:mlp")  # a first batch takes about as long as the budget
-    runtime = TvmRuntime(tune_minutes=0.25, tuning_root=str(tmp_path))  # 15 seconds
+    graph = load("zoo:mlp")  # a first batch takes a good part of the budget
+    runtime = TvmRuntime(tune_minutes=0.5, tuning_root=str(tmp_path))  # 30 seconds
     session = runtime.prepare(graph)
-    assert session.info["out_of_time"] and runtime.label == "TVM llvm tuned (0.25 min)"
-    assert session.info["tune_s"] < 15 + 60  # no task starts a batch once the budget is spent
+    assert session.info["out_of_time"] and runtime.label == "TVM llvm tuned (0.5 min)"
+    assert session.info["tune_s"] < 30 + 60  # no task starts a batch once the budget is spent
     records = next(tmp_path.iterdir()) / "database_tuning_record.json"
     assert records.read_text().count("\n") >= 1  # what was measured before the budget ran out is kept
     out = session.run(random_feeds(graph.model))
