@@ -27,9 +27,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from .op_categories import category_of
+from .tensors import dtype_bytes
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -169,15 +168,6 @@ def bind_shape(shape: Sequence[Any] | None, symbols: Mapping[str, int]) -> tuple
     return tuple(out)
 
 
-def _itemsize(dtype: str | None) -> int | None:
-    if not dtype:
-        return None
-    try:
-        return int(np.dtype(dtype).itemsize)
-    except TypeError:
-        return 2 if dtype in ("bfloat16", "float16") else None
-
-
 def _concrete_shapes(
     graph: ModelGraph, input_shapes: Mapping[str, Sequence[int]] | None
 ) -> dict[str, tuple[int, ...]]:
@@ -271,10 +261,10 @@ def node_costs(graph: ModelGraph, input_shapes: Mapping[str, Sequence[int]] | No
                 if not name:
                     continue
                 if name in weights:
-                    shape, size = tuple(weights[name].shape or ()), _itemsize(weights[name].dtype)
+                    shape, size = tuple(weights[name].shape or ()), dtype_bytes(weights[name].dtype)
                 elif name in edges:
                     shape = concrete.get(name) or bind_shape(edges[name].get("shape"), {})
-                    size = _itemsize(edges[name].get("dtype"))
+                    size = dtype_bytes(edges[name].get("dtype"))
                 else:
                     shape, size = None, None
                 shapes.append(shape)

@@ -131,6 +131,24 @@ def shape_bytes(shape: Shape | None, elem_type: int) -> int | None:
     return math.ceil(math.prod(shape) * dtype_bits(elem_type) / 8)
 
 
+def dtype_bytes(name: str | None) -> int | None:
+    """Bytes of one element of the dtype called ``name`` (numpy's names, plus ``bfloat16``), or None.
+
+    Examples
+    --------
+    >>> dtype_bytes("float32"), dtype_bytes("bfloat16"), dtype_bytes(None)
+    (4, 2, None)
+    """
+    if not name:
+        return None
+    if name == "bfloat16":
+        return 2
+    try:
+        return int(np.dtype(name).itemsize)
+    except TypeError:
+        return None
+
+
 def shape_from_type(type_proto: onnx.TypeProto) -> tuple[Shape | None, int]:
     """Read the shape and element type of a tensor ``TypeProto``.
 
@@ -419,4 +437,4 @@ def format_bytes(n: float) -> str:
     return f"{size:.1f} GiB"
 
 
-__all__ += ["format_shape", "format_bytes"]
+__all__ += ["format_shape", "format_bytes", "dtype_bytes"]

@@ -24,6 +24,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -34,6 +35,7 @@ import numpy as np
 
 from .. import worker
 from ..model_files import worker_source
+from ..tensors import dtype_bytes
 from .base import PreparedSession
 from .sessions import profile_session
 
@@ -306,11 +308,13 @@ def _tvm_kernels(
     kernels += [KernelTime(symbol, symbol, ms / runs, None) for symbol, ms in runtime_calls.items()]
     written: float | None = 0.0
     for node, _ in calls_at:
-        outputs = {k: e.get("bytes") for _, _, k, e in lowered.nx.out_edges(node, keys=True, data=True)}
-        if written is not None and all(b is not None for b in outputs.values()):
-            written += float(sum(outputs.values()))
-        else:
-            written = None
+        tensors = {k: e for _, _, k, e in lowered.nx.out_edges(node, keys=True, data=True)}  # once each
+        for e in tensors.values():
+            shape, size = e.get("shape"), dtype_bytes(e.get("dtype"))
+            if written is None or size is None or shape is None or not all(isinstance(d, int) for d in shape):
+                written = None
+                break
+            written += float(math.prod(shape) * size)
     return kernels, written
 
 
