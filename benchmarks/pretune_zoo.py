@@ -28,7 +28,7 @@ from pathlib import Path
 from runtime_benchmark import model_graph
 
 from explorer.lower.relax_tuning import tuning_dir
-from explorer.lower.tvm_records import MANIFEST, RECORDS_ROOT, export_records, records_key, shipped_records
+from explorer.lower.tvm_records import MANIFEST, RECORDS_ROOT, export_records, records_key
 from explorer.runtimes import TvmRuntime
 
 __all__ = ["main"]
@@ -71,9 +71,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.export_only and not args.work_dir:
         parser.error("--export-only needs --work-dir")
     root = args.work_dir or tempfile.mkdtemp(prefix="tvm-pretune-")
+    out = Path(args.out) if args.out else RECORDS_ROOT / records_key()
     models: dict[str, dict[str, object]] = {}
-    if args.from_shipped and shipped_records() is not None:  # what the shipped records came from
-        models.update(json.loads((shipped_records() / MANIFEST).read_text()).get("models", {}))
+    if (out / MANIFEST).is_file():  # how the records there were made: this run adds to it
+        models.update(json.loads((out / MANIFEST).read_text()).get("models", {}))
     built_for = "llvm"
     for name in args.models.split(","):
         runtime = TvmRuntime(tune_minutes=args.minutes, tuning_root=root, pretuned=args.from_shipped)
@@ -85,8 +86,9 @@ def main(argv: list[str] | None = None) -> int:
         info = session.info
         built_for = str(info.get("target", built_for))
         before = models.get(name, {})
+        continued = args.from_shipped or bool(args.work_dir)  # tuning on from records made before
         models[name] = {
-            "minutes": args.minutes + float(before.get("minutes", 0) if args.from_shipped else 0),
+            "minutes": args.minutes + (float(before.get("minutes", 0)) if continued else 0.0),
             "trials_run": info.get("trials_run"),
             "tasks": info.get("tasks"),
             "tasks_tuned": sum(1 for p in info.get("plan") or () if p["tuned"]),
@@ -107,7 +109,6 @@ def main(argv: list[str] | None = None) -> int:
         "command": "python benchmarks/pretune_zoo.py " + " ".join(argv if argv is not None else sys.argv[1:]),
         "models": models,
     }
-    out = Path(args.out) if args.out else RECORDS_ROOT / key
     count = export_records(database, out, manifest)
     print(f"{count} records (the best of each task) -> {out}")
     return 0

@@ -50,6 +50,7 @@ __all__ = [
     "profile_session",
     "RPC_REQUEST_TIMEOUT_S",
     "SETTLE_S",
+    "COMPILE_INFO",
     "REPORT_EVERY_S",
 ]
 
@@ -235,21 +236,7 @@ def prepare_tvm(
         "ok": True,
         "prepare_s": time.perf_counter() - started,
         "compile_s": compiled["compile_s"],
-        **{
-            k: compiled[k]
-            for k in (
-                "tune_s",
-                "trials",
-                "trials_run",
-                "tuned_before",
-                "out_of_time",
-                "tasks",
-                "errors",
-                "plan",
-                "shipped",
-            )
-            if k in compiled
-        },
+        **{k: compiled[k] for k in COMPILE_INFO if k in compiled},
         "target": compiled["target"],
         "threads": _threads("TVM_NUM_THREADS", 0),
         "version": compiled["tvm"],
@@ -265,6 +252,20 @@ def prepare_tvm(
         ),
     )
 
+
+COMPILE_INFO = (
+    "tune_s",
+    "trials",
+    "trials_run",
+    "tuned_before",
+    "out_of_time",
+    "tasks",
+    "tasks_with_records",
+    "errors",
+    "plan",
+    "shipped",
+)
+"""What a TVM session's info reports of its compile and tuning (from ``compile_tuned``)."""
 
 RPC_REQUEST_TIMEOUT_S = 60.0
 """Seconds to wait for the tracker to hand out a server before giving up with a clear error."""
@@ -356,11 +357,7 @@ def _remote_session(compiled: Mapping[str, Any], options: Mapping[str, Any], sta
         "runtime": "tvm",
         "ok": True,
         "prepare_s": time.perf_counter() - started,
-        **{
-            k: compiled[k]
-            for k in ("compile_s", "tune_s", "trials", "tuned_before", "tasks")
-            if k in compiled
-        },
+        **{k: compiled[k] for k in ("compile_s", *COMPILE_INFO) if k in compiled},
         "target": compiled["target"],
         "threads": 0,
         "version": compiled["tvm"],
