@@ -4,8 +4,12 @@ For each model, in one process and on the same inputs:
 
 - ``ort``: ONNX Runtime CPU at its default level (``all``), the baseline of every ratio;
 - ``tvm``: TVM Relax compiled for this CPU with the default pipeline, untuned;
-- ``tvm tuned``: the same, tuned with MetaSchedule for ``--tune-minutes`` (skipped at 0; the
-  database is per target and shared, so a second run applies it without tuning).
+- ``tvm tuned``: the same, tuned with MetaSchedule for ``--tune-minutes`` (skipped at 0) into
+  the database under ``--tuning-root`` (by default a new, empty one, so the figure is what
+  that budget alone finds; give the same root again to apply it without tuning);
+- ``tvm pre-tuned``: the records shipped for this CPU (``explorer/data/tvm_records``, made by
+  ``benchmarks/pretune_zoo.py``) applied to an empty database, no tuning (skipped when
+  none are shipped for this CPU, or with ``--no-pretuned``).
 
 Each runtime is timed ``--repeat`` times (:func:`explorer.runtimes.bench`: warm-up, then
 runs to a count and a time); the table shows the median of the medians and, for ONNX
@@ -14,7 +18,7 @@ is under 5% on an idle machine). The transformer goes through the import's fix f
 (fixed shapes and onnxsim), for both runtimes.
 
 Run: ``.venv/bin/python benchmarks/runtime_benchmark.py [--models resnet18,mobilenetv2,transformer]
-[--tune-minutes 10] [--repeat 3]``.
+[--tune-minutes 10] [--tuning-root DIR] [--repeat 3] [--profile]``.
 """
 
 from __future__ import annotations
@@ -25,10 +29,12 @@ import os
 import platform
 import statistics
 import sys
+import tempfile
 import time
 
 from explorer import load
 from explorer.lower import relax_import
+from explorer.lower.tvm_records import shipped_records
 from explorer.runtimes import OrtRuntime, TvmRuntime, bench
 from explorer.runtimes.inputs import concrete_input_shapes
 from explorer.runtimes.profile import profile
@@ -43,11 +49,64 @@ def model_graph(name: str) -> object:
     return result.source if result.ok else graph
 
 
+def _explain(graph: object, runtimes: list, rows: list[dict]) -> None:
+    """Per runtime: kernels launched, bytes written between them, achieved GFLOP/s, and the
+    slowest nodes against the roofline (why they are slow: how far below the roof, and
+    whether memory or compute bounds them)."""
+    from explorer.cost_model import node_costs
+    from explorer.runtimes import random_feeds
+    from explorer.runtimes.machine import measure_peak
+    from explorer.runtimes.roofline import roofline
+    from explorer.tensors import format_bytes
+
+    shapes = concrete_input_shapes(graph.model)
+    feeds = random_feeds(graph.model, shapes)
+    costs, peak = node_costs(graph, shapes), measure_peak()
+    print(
+        f"machine peak: {peak.gflops:.0f} GFLOP/s, {peak.gbps:.1f} GB/s (ridge {peak.ridge:.1f} FLOP/B); "
+        f"model: {costs.total_flops / 1e9:.3f} GFLOP per inference"
+    )
+    for runtime, row in zip(runtimes, rows, strict=False):
+        prof = profile(runtime.prepare(graph), feeds, runs=5)
+        line = roofline(prof, costs, peak)
+        written = format_bytes(int(prof.written_bytes)) if prof.written_bytes is not None else "?"
+        row.update(
+            launches=prof.launches,
+            written_bytes=prof.written_bytes,
+            coverage=prof.coverage,
+            achieved_gflops=round(line.achieved_gflops, 2),
+        )
+        print(
+            f"{runtime.label}: {prof.launches:.0f} kernels, {written} written between kernels, "
+            f"{line.achieved_gflops:.1f} GFLOP/s on the nodes with FLOPs "
+            f"({line.achieved_gflops / peak.gflops:.0%} of peak), overlay {prof.coverage:.1%}"
+        )
+        frame = line.to_frame().head(6)
+        for p in frame.itertuples():
+            print(
+                f"    {p.node[:48]:<48} {p.op_type:<14} {p.ms:8.3f} ms {p.gflops:7.1f} GFLOP/s "
+                f"{p.efficiency:5.0%} of roof ({p.bound}-bound, {p.intensity:.1f} FLOP/B)"
+            )
+
+
+_last_shown = [0.0]
+
+
+def _progress(label: str, event: object) -> None:
+    """Tuning and timing progress, a line every 30 s at most."""
+    now = time.perf_counter()
+    if now - _last_shown[0] > 30:
+        _last_shown[0] = now
+        print(f"  {label}: {getattr(event, 'message', event)}", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the table (and JSON with ``--json``)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="resnet18,mobilenetv2,transformer")
     parser.add_argument("--tune-minutes", type=float, default=0.0)
+    parser.add_argument("--tuning-root", help="the tuned runtime's database (default: a new empty one)")
+    parser.add_argument("--no-pretuned", action="store_true", help="leave out the shipped records")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--min-seconds", type=float, default=2.0)
     parser.add_argument("--max-seconds", type=float, default=30.0)
@@ -57,17 +116,27 @@ def main(argv: list[str] | None = None) -> int:
     machine = platform.processor() or platform.machine()
     print(f"{machine}, {os.cpu_count()} cores, python {sys.version.split()[0]}")
     rows = []
+    tuning_root = args.tuning_root or tempfile.mkdtemp(prefix="tvm-tuning-")
+    pretuned = not args.no_pretuned and shipped_records() is not None
     for name in args.models.split(","):
         graph = model_graph(name)
         runtimes = [OrtRuntime(), TvmRuntime()]
         if args.tune_minutes > 0:
-            runtimes.append(TvmRuntime(tune_minutes=args.tune_minutes))
+            runtimes.append(TvmRuntime(tune_minutes=args.tune_minutes, tuning_root=tuning_root))
+        if pretuned:  # an empty database each time: the shipped records alone
+            runtimes.append(TvmRuntime(pretuned=True, tuning_root=tempfile.mkdtemp(prefix="tvm-shipped-")))
         medians: dict[str, list[float]] = {}
         prepare: dict[str, float] = {}
         agrees: dict[str, bool] = {}
         started = time.perf_counter()
         for _ in range(args.repeat):
-            report = bench(graph, runtimes, min_seconds=args.min_seconds, max_seconds=args.max_seconds)
+            report = bench(
+                graph,
+                runtimes,
+                min_seconds=args.min_seconds,
+                max_seconds=args.max_seconds,
+                progress=_progress,
+            )
             for result in report.results:
                 medians.setdefault(result.label, []).append(result.median_ms)
                 prepare.setdefault(result.label, result.prepare_s)  # the first run's: not reused
@@ -95,12 +164,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{row['prepare_s']:>9.2f}  {'yes' if row['agrees'] else 'NO'}"
             )
         if args.profile:
-            tvm = runtimes[-1].prepare(graph)
-            from explorer.runtimes import random_feeds
-
-            prof = profile(tvm, random_feeds(graph.model, concrete_input_shapes(graph.model)), runs=1)
-            print(f"slowest kernels of {runtimes[-1].label} (coverage {prof.coverage:.1%}):")
-            print(prof.to_frame().head(6).to_string(index=False))
+            _explain(graph, runtimes, rows[-len(medians) :])
     if args.json:
         with open(args.json, "w", encoding="utf-8") as out:
             json.dump(rows, out, indent=1)

@@ -78,9 +78,10 @@ class Runtime(Protocol):
         ...
 
 
-def model_key(graph: ModelGraph) -> str:
+def model_key(graph: ModelGraph, *, by_content: bool = False) -> str:
     """What identifies a graph's model for reuse: its file (path, size, modification time), or
-    its structure and weight digests when it has no file of its own.
+    its structure and weight digests when it has no file of its own or ``by_content`` (a key
+    that outlives the process: a pass's output is a new file in every worker).
 
     Examples
     --------
@@ -89,7 +90,7 @@ def model_key(graph: ModelGraph) -> str:
     True
     """
     path = graph.model_path
-    if path is not None and path.is_file():
+    if path is not None and path.is_file() and not by_content:
         stat = path.stat()
         return f"file:{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
     from ..diff import weight_digests
@@ -102,8 +103,15 @@ def model_key(graph: ModelGraph) -> str:
     )
 
 
-def session_key(runtime: Runtime, graph: ModelGraph, input_shapes: Mapping[str, Sequence[int]] | None) -> str:
-    """The key a prepared session is kept under: runtime, options, model and input shapes.
+def session_key(
+    runtime: Runtime,
+    graph: ModelGraph,
+    input_shapes: Mapping[str, Sequence[int]] | None,
+    *,
+    by_content: bool = False,
+) -> str:
+    """The key a prepared session is kept under: runtime, options, model and input shapes
+    (the model by content with ``by_content``: see :func:`model_key`).
 
     Examples
     --------
@@ -114,7 +122,8 @@ def session_key(runtime: Runtime, graph: ModelGraph, input_shapes: Mapping[str, 
     False
     """
     shapes = {k: [int(d) for d in v] for k, v in (input_shapes or {}).items()}
-    text = json.dumps([runtime.name, runtime.options(), model_key(graph), shapes], sort_keys=True)
+    model = model_key(graph, by_content=by_content)
+    text = json.dumps([runtime.name, runtime.options(), model, shapes], sort_keys=True)
     return f"{runtime.name}-" + hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
 
 

@@ -154,9 +154,12 @@ class TvmRuntime:
             from ..lower.relax_tuning import tuning_dir
 
             options["work_dir"] = str(tuning_dir(self.target, self.tuning_root))
-            options["tuning_key"] = session_key(
-                TvmRuntime(self.target), graph, shapes
-            )  # model, shapes, target
+            options["tuning_key"] = session_key(  # model (by content: tuned.json outlives the worker),
+                TvmRuntime(self.target),
+                graph,
+                shapes,
+                by_content=True,  # shapes and target
+            )
         info = worker.run_on_model(
             prepare_tvm,
             worker_source(graph),
