@@ -112,7 +112,8 @@ class BenchPanel(w.VBox):
                         w.VBox([self.ort_level, self.ort_threads]),
                         w.VBox([self.tune_trials, self.pretuned]),
                         w.VBox([self.rpc_tracker, self.rpc_key]),
-                    ]
+                    ],
+                    layout=w.Layout(flex_flow="row wrap"),  # narrow output areas: columns wrap
                 ),
                 w.HBox([self.run_button, self.progress, self.status]),
             ]
