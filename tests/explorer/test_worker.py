@@ -412,6 +412,9 @@ def test_failing_progress_callback_cancels_the_step():
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 def test_keyboard_interrupt_kills_the_child_and_propagates():
     pid = warm_pid()
+    # Python's own handler, as in a notebook kernel: an earlier test's library (in the full suite)
+    # can leave another one installed in this process, which would swallow the interrupt
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
     timer.start()
     try:
@@ -419,6 +422,7 @@ def test_keyboard_interrupt_kills_the_child_and_propagates():
             worker.run(time.sleep, 30)
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
     assert is_gone(pid)
     assert warm_pid() != pid
 
