@@ -306,16 +306,22 @@ def _tvm_kernels(
         name = symbol if len(calls) == 1 else f"{symbol}#{nth}"
         kernels.append(KernelTime(name, symbol, ms / runs, node))
     kernels += [KernelTime(symbol, symbol, ms / runs, None) for symbol, ms in runtime_calls.items()]
-    written: float | None = 0.0
-    for node, _ in calls_at:
-        tensors = {k: e for _, _, k, e in lowered.nx.out_edges(node, keys=True, data=True)}  # once each
+    return kernels, _written_bytes(lowered, [node for node, _ in calls_at])
+
+
+def _written_bytes(lowered: ModelGraph, kernels: Sequence[str]) -> float | None:
+    """Bytes the kernels' outputs take (each tensor once), or None when a shape is not known."""
+    from ..cost_model import bind_shape
+
+    written = 0.0
+    for node in kernels:
+        tensors = {k: e for _, _, k, e in lowered.nx.out_edges(node, keys=True, data=True)}
         for e in tensors.values():
-            shape, size = e.get("shape"), dtype_bytes(e.get("dtype"))
-            if written is None or size is None or shape is None or not all(isinstance(d, int) for d in shape):
-                written = None
-                break
+            shape, size = bind_shape(e.get("shape"), {}), dtype_bytes(e.get("dtype"))
+            if shape is None or size is None:
+                return None
             written += float(math.prod(shape) * size)
-    return kernels, written
+    return written
 
 
 def profile(session: PreparedSession, feeds: Mapping[str, np.ndarray], runs: int = 5) -> Profile:
