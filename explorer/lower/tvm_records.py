@@ -107,6 +107,16 @@ def _manifest(folder: Path) -> dict[str, Any]:
     return json.loads((folder / MANIFEST).read_text())
 
 
+def _copy_record(record: Any, into: Any) -> None:
+    """Commit ``record`` (and its task) to the database ``into``."""
+    from tvm.s_tir import meta_schedule as ms
+
+    workload = into.commit_workload(record.workload.mod)
+    into.commit_tuning_record(
+        ms.database.TuningRecord(record.trace, workload, record.run_secs, record.target, record.args_info)
+    )
+
+
 def seed_database(
     work_dir: str | os.PathLike[str], target: str = "llvm", root: str | None = None
 ) -> dict[str, Any] | None:
@@ -144,12 +154,7 @@ def seed_database(
         into = ms.database.JSONDatabase(work_dir=str(folder))
         added = 0
         for record in source.get_all_tuning_records():
-            workload = into.commit_workload(record.workload.mod)
-            into.commit_tuning_record(
-                ms.database.TuningRecord(
-                    record.trace, workload, record.run_secs, record.target, record.args_info
-                )
-            )
+            _copy_record(record, into)
             added += 1
     _record(folder, mark, 1)
     return {**manifest, "added": added}
@@ -190,12 +195,7 @@ def export_records(
     with tempfile.TemporaryDirectory() as staged:
         into = ms.database.JSONDatabase(work_dir=staged)
         for _, record in sorted(best.values(), key=lambda pair: pair[0]):
-            workload = into.commit_workload(record.workload.mod)
-            into.commit_tuning_record(
-                ms.database.TuningRecord(
-                    record.trace, workload, record.run_secs, record.target, record.args_info
-                )
-            )
+            _copy_record(record, into)
         for name in DATABASE_FILES:
             data = (Path(staged) / name).read_bytes()
             write_bytes_atomic(gzip.compress(data, mtime=0), out / f"{name}.gz")
