@@ -1,8 +1,9 @@
 """The ``onnx-explorer`` command line.
 
 ``onnx-explorer info MODEL`` prints a model's summary; MODEL is a path or
-``zoo:NAME``; ``passes``, ``diff``, ``report``, ``lower`` (TVM Relax, pass by pass) and
-``bench`` (ONNX Runtime and TVM side by side) are the other commands. Bad input ends with a
+``zoo:NAME``; ``passes``, ``diff``, ``report``, ``lower`` (TVM Relax, pass by pass),
+``bench`` (ONNX Runtime and TVM side by side) and ``coverage`` (op support and partitions
+per target) are the other commands. Bad input ends with a
 one-line error on stderr and exit code 2.
 
 Examples
@@ -209,6 +210,32 @@ def build_parser() -> argparse.ArgumentParser:
     timing.add_argument("--max-seconds", type=float, default=30.0, help="stop timing after this (default 30)")
     timing.add_argument("--json", action="store_true", help="print one JSON object")
     timing.set_defaults(handler=_bench)
+
+    cover = commands.add_parser(
+        "coverage",
+        help="which nodes each target takes (ONNX Runtime CPU/CUDA, NNAPI, CoreML, Qualcomm HTP, TVM), "
+        "partitions and CPU fallback",
+        description="Per target: supported_nodes, total_nodes, coverage (0..1), partitions, and the ops "
+        "that fall back with their reasons. Fix dynamic input shapes with --input-shape: NPUs need static "
+        "shapes.",
+    )
+    cover.add_argument("model", metavar="MODEL", nargs="?", help="an .onnx file, or zoo:NAME")
+    cover.add_argument(
+        "--target", action="append", default=[], metavar="NAME", help="a target (repeatable; default: all)"
+    )
+    cover.add_argument(
+        "--input-shape", action="append", type=parse_input_shape, default=[], metavar="NAME=D1,D2,..."
+    )
+    cover.add_argument(
+        "--assignment",
+        action="store_true",
+        help="also ask ONNX Runtime where it places each node (installed providers) and compare",
+    )
+    cover.add_argument(
+        "--list-targets", action="store_true", help="list the targets and where their knowledge comes from"
+    )
+    cover.add_argument("--json", action="store_true", help="print one JSON object")
+    cover.set_defaults(handler=_coverage)
 
     difference = commands.add_parser(
         "diff", help="diff two model files: added, removed, modified nodes and fusions"
@@ -470,6 +497,51 @@ def _bench(args: argparse.Namespace) -> int:
         )
     for name, why in report.skipped:
         print(f"{name}: skipped ({why})")
+    return 0
+
+
+def _coverage(args: argparse.Namespace) -> int:
+    from .targets import TARGET_NAMES, coverage, get_target, list_targets
+
+    if args.list_targets:
+        targets = list_targets()
+        if args.json:
+            print(json.dumps({"targets": [t.to_dict() for t in targets]}))
+            return 0
+        for t in targets:
+            print(f"{t.name:<17} {t.runtime} on {t.device}")
+            print(f"{'':<17} {t.source.describe()}")
+        return 0
+    if not args.model:
+        raise ExplorerError("coverage needs a MODEL (or --list-targets)")
+    for name in args.target:
+        if name not in TARGET_NAMES:
+            raise ExplorerError(f"no target {name!r}; targets: {', '.join(TARGET_NAMES)}")
+    shapes = dict(args.input_shape) or None
+    graph = load(args.model, input_shapes=shapes)
+    report = coverage(
+        graph,
+        [get_target(n) for n in args.target] or None,
+        input_shapes=shapes,
+        with_assignment=args.assignment,
+    )
+    if args.json:
+        print(json.dumps(report.to_dict()))
+        return 0
+    print(f"model: {args.model}")
+    print(f"{'target':<17} {'supported':>9} {'total':>6} {'coverage':>8} {'by FLOPs':>8} {'partitions':>10}")
+    for t in report.targets:
+        flops = "" if t.flops_coverage is None else f"{t.flops_coverage:.1%}"
+        print(
+            f"{t.target:<17} {t.supported_nodes:>9} {t.total_nodes:>6} {t.coverage:>8.1%} {flops:>8} "
+            f"{t.partitions:>10}"
+        )
+    for t in report.targets:
+        print(f"\n{t.target}: {t.verdict}")
+        if t.agrees_with_runtime is not None:
+            print(f"  ONNX Runtime's own placement {'agrees' if t.agrees_with_runtime else 'DIFFERS'}")
+        for op, entry in t.fallback_ops.items():
+            print(f"  {op} x{entry['count']}: {'; '.join(entry['reasons'][:3])}")
     return 0
 
 

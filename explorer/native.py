@@ -41,6 +41,7 @@ __all__ = [
     "ORT_LEVELS",
     "run_ort",
     "tvm_import",
+    "ort_assignment",
     "save_model",
     "resave",
 ]
@@ -632,4 +633,59 @@ def tvm_import(
         "functions": functions,
         "num_functions": len(functions),
         "main_bindings": sum(len(block.bindings) for block in blocks),
+    }
+
+
+def ort_assignment(
+    path: PathLike, providers: Sequence[str], node_names: Sequence[str] | None = None
+) -> dict[str, Any]:
+    """Which execution provider ONNX Runtime gives each node (call it in the worker).
+
+    The session is created with graph optimisations off, so the nodes are the model's own,
+    and with ``session.record_ep_graph_assignment_info`` on.
+
+    Parameters
+    ----------
+    path : path
+        The model file (read only).
+    providers : sequence of str
+        Execution providers, in priority order.
+    node_names : sequence of str, optional
+        Names to give the main graph's nodes first, in node-list order (for models whose
+        names are missing or repeated); the renamed copy stays in memory.
+
+    Returns
+    -------
+    dict
+        ``{"subgraphs": [{"provider", "nodes": [name, ...]}, ...]}``, or ``{"error": text}``
+        when the session cannot be created.
+
+    Examples
+    --------
+    >>> from explorer import worker, zoo
+    >>> out = worker.run_on_model(ort_assignment, zoo.build("mlp"), ["CPUExecutionProvider"])
+    >>> {s["provider"] for s in out["subgraphs"]}
+    {'CPUExecutionProvider'}
+    """
+    import onnx
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
+    source: Any = os.fspath(path)
+    if node_names is not None:
+        model = onnx.load(source)
+        for node, name in zip(model.graph.node, node_names, strict=True):
+            node.name = name
+        source = model.SerializeToString()
+    try:
+        session = ort.InferenceSession(source, sess_options=options, providers=list(providers))
+    except Exception as exc:
+        return {"error": f"{type(exc).__name__}: {str(exc).strip()}"}
+    return {
+        "subgraphs": [
+            {"provider": s.ep_name, "nodes": [n.name for n in s.get_nodes()]}
+            for s in session.get_provider_graph_assignment_info()
+        ]
     }

@@ -10,7 +10,6 @@ True
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 from collections import Counter
@@ -233,16 +232,6 @@ class ModelSummary:
         return "\n".join(lines)
 
 
-@functools.cache
-def _ort_kernels() -> frozenset[tuple[str, str]]:
-    """(domain, op) pairs the installed ONNX Runtime has a kernel for, on any provider."""
-    try:
-        from onnxruntime.capi import _pybind_state
-    except ImportError:
-        return frozenset()
-    return frozenset((k.domain or "ai.onnx", k.op_name) for k in _pybind_state.get_all_opkernel_def())
-
-
 def summarize(graph: ModelGraph) -> ModelSummary:
     """Compute the summary of a top-level ModelGraph.
 
@@ -261,6 +250,8 @@ def summarize(graph: ModelGraph) -> ModelSummary:
     >>> summarize(load("zoo:mlp")).inputs[0].name
     'input'
     """
+    from .targets.ort_kernels import ort_ops  # ONNX Runtime's kernel registry, read in one place
+
     model = graph.model
     if model is None:
         raise ValueError("summaries are computed for top-level graphs (this one has no ModelProto)")
@@ -292,7 +283,7 @@ def summarize(graph: ModelGraph) -> ModelSummary:
                 node.op_type, node.domain
             ):
                 key = (node.domain or "ai.onnx", node.op_type)
-                (contrib if key in _ort_kernels() else unknown).add("::".join(key))
+                (contrib if key in ort_ops() else unknown).add("::".join(key))
         for tensor in tensors:
             dims = tuple(int(d) for d in tensor.dims)
             params += math.prod(dims)

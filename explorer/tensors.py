@@ -31,6 +31,7 @@ __all__ = [
     "SMALL_VALUE_LIMIT",
     "TensorInfo",
     "dtype_name",
+    "dtype_from_name",
     "dtype_bits",
     "dim_from_proto",
     "shape_from_type",
@@ -98,6 +99,24 @@ def dtype_name(elem_type: int) -> str:
         return TensorProto.DataType.Name(elem_type).lower()
     except ValueError:
         return f"unknown({elem_type})"
+
+
+def dtype_from_name(name: str) -> int:
+    """The ONNX element type of a name :func:`dtype_name` gives (``TensorProto.UNDEFINED`` if none).
+
+    Examples
+    --------
+    >>> from onnx import TensorProto
+    >>> dtype_from_name("float32") == TensorProto.FLOAT, dtype_from_name("int64") == TensorProto.INT64
+    (True, True)
+    """
+    for elem, short in _NAMES.items():
+        if short == name:
+            return elem
+    try:
+        return int(TensorProto.DataType.Value(name.upper()))
+    except ValueError:
+        return TensorProto.UNDEFINED
 
 
 def dtype_bits(elem_type: int) -> int:

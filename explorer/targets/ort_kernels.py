@@ -1,0 +1,308 @@
+"""ONNX Runtime's kernels per execution provider: from the installed build, or from a published table.
+
+The installed build's registry (``onnxruntime.capi._pybind_state.get_all_opkernel_def()``)
+lists every kernel: provider, domain, op, the schema versions it covers and its type
+constraints. A node is supported by a provider when a kernel of its (domain, op) covers
+the schema version the model's opset resolves to and takes the node's element types, as
+ONNX Runtime's kernel lookup decides. Providers the installed build lacks (CUDA without
+``onnxruntime-gpu``) are read from ``explorer/data/targets/ort_cuda_kernels.csv``, made
+from ONNX Runtime's ``docs/OperatorKernels.md`` (its commit in the ``.source.json`` beside it).
+
+Examples
+--------
+>>> kernels = installed_kernels("CPUExecutionProvider")
+>>> ("ai.onnx", "Conv") in kernels and ("ai.onnx", "NoSuchOp") not in kernels
+True
+>>> ("ai.onnx", "Conv") in ort_ops()
+True
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from .support import DTYPE, NOTE, OP_MISSING, OPSET, NodeFacts, Reason, onnx_op_schema, onnx_type_string
+
+__all__ = [
+    "OrtKernel",
+    "KernelTable",
+    "installed_kernels",
+    "installed_providers",
+    "table_kernels",
+    "table_source",
+    "ort_ops",
+    "kernel_reasons",
+]
+
+_OPEN = 2**31 - 1  # ONNX Runtime's "and every later version"
+
+
+@dataclass(frozen=True)
+class OrtKernel:
+    """One kernel: the schema versions it covers and the element types it takes.
+
+    Attributes
+    ----------
+    domain, op : str
+        ``"ai.onnx"`` (not ``""``) or another domain, and the op type.
+    since, until : int
+        The schema versions covered, inclusive (``until`` is 2**31 - 1 when open-ended).
+    type_constraints : mapping
+        Constraint name (``"T"``) -> the type strings it takes (``"tensor(float)"``).
+
+    Examples
+    --------
+    >>> OrtKernel("ai.onnx", "Relu", 14, 2**31 - 1, {"T": ("tensor(float)",)}).versions
+    '14+'
+    """
+
+    domain: str
+    op: str
+    since: int
+    until: int
+    type_constraints: Mapping[str, tuple[str, ...]]
+
+    @property
+    def versions(self) -> str:
+        """The version range as ONNX Runtime's docs write it (``"6-12"``, ``"14+"``)."""
+        if self.until >= _OPEN:
+            return f"{self.since}+"
+        return str(self.since) if self.since == self.until else f"{self.since}-{self.until}"
+
+
+KernelTable = Mapping[tuple[str, str], tuple[OrtKernel, ...]]
+"""(domain, op) -> the kernels of one provider."""
+
+
+def _group(kernels: Sequence[OrtKernel]) -> dict[tuple[str, str], tuple[OrtKernel, ...]]:
+    table: dict[tuple[str, str], list[OrtKernel]] = {}
+    for k in kernels:
+        table.setdefault((k.domain, k.op), []).append(k)
+    return {key: tuple(sorted(ks, key=lambda k: k.since)) for key, ks in table.items()}
+
+
+@functools.cache
+def _registry() -> tuple[Any, ...]:
+    try:
+        from onnxruntime.capi import _pybind_state
+    except ImportError:
+        return ()
+    return tuple(_pybind_state.get_all_opkernel_def())
+
+
+@functools.cache
+def installed_kernels(provider: str) -> KernelTable:
+    """The installed ONNX Runtime's kernels of ``provider`` (empty when it has none).
+
+    Examples
+    --------
+    >>> len(installed_kernels("NoSuchExecutionProvider"))
+    0
+    """
+    kernels = [
+        OrtKernel(
+            k.domain or "ai.onnx",
+            k.op_name,
+            int(k.version_range[0]),
+            int(k.version_range[1]),
+            {name: tuple(types) for name, types in k.type_constraints.items()},
+        )
+        for k in _registry()
+        if k.provider == provider
+    ]
+    return _group(kernels)
+
+
+def installed_providers() -> tuple[str, ...]:
+    """Execution providers with kernels in the installed build's registry.
+
+    Examples
+    --------
+    >>> "CPUExecutionProvider" in installed_providers()
+    True
+    """
+    return tuple(sorted({k.provider for k in _registry()}))
+
+
+@functools.cache
+def ort_ops() -> frozenset[tuple[str, str]]:
+    """(domain, op) pairs the installed ONNX Runtime has a kernel for, on any provider.
+
+    Examples
+    --------
+    >>> ("com.microsoft", "FusedMatMul") in ort_ops()
+    True
+    """
+    return frozenset((k.domain or "ai.onnx", k.op_name) for k in _registry())
+
+
+def _data(name: str) -> Any:
+    return resources.files("explorer").joinpath("data", "targets", name)
+
+
+@functools.cache
+def table_kernels(name: str) -> KernelTable:
+    """Kernels read from a table in ``explorer/data/targets/`` (``domain,op,since_version,...``).
+
+    Examples
+    --------
+    >>> cuda = table_kernels("ort_cuda_kernels.csv")
+    >>> ("ai.onnx", "Conv") in cuda
+    True
+    """
+    kernels = []
+    with _data(name).open(newline="", encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            constraints = {}
+            for part in filter(None, (row.get("type_constraints") or "").split(";")):
+                key, _, types = part.partition("=")
+                constraints[key.strip()] = tuple(t.strip() for t in types.split("|") if t.strip())
+            until = row.get("until_version") or ""
+            kernels.append(
+                OrtKernel(
+                    row["domain"],
+                    row["op"],
+                    int(row["since_version"]),
+                    int(until) if until else _OPEN,
+                    constraints,
+                )
+            )
+    return _group(kernels)
+
+
+@functools.cache
+def table_source(name: str) -> dict[str, Any]:
+    """The ``.source.json`` beside a kernel table (where it was read, commit, date).
+
+    Examples
+    --------
+    >>> table_source("ort_cuda_kernels.csv")["repository"]
+    'microsoft/onnxruntime'
+    """
+    stem = name.rsplit(".", 1)[0]
+    return json.loads(_data(f"{stem}.source.json").read_text(encoding="utf-8"))
+
+
+@functools.cache
+def _contrib_schemas() -> dict[tuple[str, str], Any]:
+    try:
+        from onnxruntime.capi import _pybind_state
+    except ImportError:
+        return {}
+    return {(s.domain or "ai.onnx", s.name): s for s in _pybind_state.get_all_operator_schema()}
+
+
+def _formal_types(facts: NodeFacts) -> list[tuple[str, str | None]]:
+    """(constraint name, the tensor's type string) for each input and output of the node."""
+    schema = onnx_op_schema(facts.op, facts.domain, facts.opset) if facts.opset else None
+    if schema is not None:
+        params = [(p.type_str, str(p.option).endswith("Variadic")) for p in schema.inputs]
+        outs = [(p.type_str, str(p.option).endswith("Variadic")) for p in schema.outputs]
+    else:
+        contrib = _contrib_schemas().get((facts.domain_name, facts.op))
+        if contrib is None:
+            return []
+        params = [(p.typeStr, str(p.option).endswith("Variadic")) for p in contrib.inputs]
+        outs = [(p.typeStr, str(p.option).endswith("Variadic")) for p in contrib.outputs]
+    pairs = []
+    for tensors, formal in ((facts.inputs, params), (facts.outputs, outs)):
+        for i, tensor in enumerate(tensors):
+            if tensor is None or not formal:
+                continue
+            if i < len(formal):
+                constraint = formal[i][0]
+            elif formal[-1][1]:  # the rest of a variadic parameter
+                constraint = formal[-1][0]
+            else:
+                continue
+            pairs.append((constraint, onnx_type_string(tensor.dtype)))
+    return pairs
+
+
+def _version(facts: NodeFacts, kernels: Sequence[OrtKernel]) -> int | None:
+    """The schema version kernels are matched against: ONNX's resolution, else the newest
+    kernel version the domain's opset reaches."""
+    if facts.domain in ("", "ai.onnx") and facts.since_version is not None:
+        return facts.since_version
+    if facts.opset is None:
+        return None
+    reachable = [k.since for k in kernels if k.since <= facts.opset]
+    return max(reachable) if reachable else facts.opset
+
+
+def _takes(kernel: OrtKernel, types: Sequence[tuple[str, str | None]]) -> str | None:
+    """None when the kernel takes every known type, else the first mismatch in words."""
+    for constraint, type_string in types:
+        allowed = kernel.type_constraints.get(constraint)
+        if allowed and type_string is not None and type_string not in allowed:
+            return f"{constraint} = {type_string}"
+    return None
+
+
+def _function_reasons(facts: NodeFacts, kernels: KernelTable, provider: str) -> list[Reason]:
+    """A model-local function is inlined before placement: every op of its body needs a kernel."""
+    reasons = []
+    for domain, op, version in facts.function_body or ():
+        candidates = kernels.get((domain, op))
+        shown = op if domain == "ai.onnx" else f"{domain}::{op}"
+        if not candidates:
+            reasons.append(
+                Reason(OP_MISSING, f"{provider} has no {shown} kernel (in {facts.qualified_op}'s body)")
+            )
+        elif version is not None and not any(k.since <= version <= k.until for k in candidates):
+            reasons.append(Reason(OPSET, f"{provider}'s {shown} kernels do not cover version {version}"))
+    if reasons:
+        return reasons
+    ops = ", ".join(dict.fromkeys(op for _, op, _ in facts.function_body or ()))
+    return [Reason(NOTE, f"a model-local function; ONNX Runtime inlines it into {ops}")]
+
+
+def kernel_reasons(facts: NodeFacts, kernels: KernelTable, provider: str) -> list[Reason]:
+    """Why ``provider`` (with the kernels ``kernels``) cannot run the node: empty when it can.
+
+    Parameters
+    ----------
+    facts : NodeFacts
+        The node.
+    kernels : KernelTable
+        The provider's kernels (:func:`installed_kernels` or :func:`table_kernels`).
+    provider : str
+        The provider's name, for the reason's text.
+
+    Examples
+    --------
+    >>> from explorer.targets.support import NodeFacts, TensorFact
+    >>> x = TensorFact("x", "uint16", (4,), False)
+    >>> f = NodeFacts("r", "Relu", "", 17, 14, (x,), (TensorFact("y", "uint16", (4,), False),), {})
+    >>> kernel_reasons(f, installed_kernels("CPUExecutionProvider"), "CPU")[0].kind
+    'dtype'
+    """
+    if facts.function_body is not None:
+        return _function_reasons(facts, kernels, provider)
+    candidates = kernels.get((facts.domain_name, facts.op))
+    if not candidates:
+        return [Reason(OP_MISSING, f"{provider} has no {facts.qualified_op} kernel")]
+    version = _version(facts, candidates)
+    matching = [k for k in candidates if version is None or k.since <= version <= k.until]
+    if not matching:
+        ranges = ", ".join(dict.fromkeys(k.versions for k in candidates))
+        return [
+            Reason(
+                OPSET,
+                f"{provider}'s {facts.op} kernels cover versions {ranges}; "
+                f"the model's opset {facts.opset} resolves to {version}",
+            )
+        ]
+    types = _formal_types(facts)
+    mismatches = [_takes(k, types) for k in matching]
+    if all(m is not None for m in mismatches):
+        taken = sorted({t for k in matching for ts in k.type_constraints.values() for t in ts})
+        shown = ", ".join(t.removeprefix("tensor(").removesuffix(")") for t in taken[:8])
+        return [Reason(DTYPE, f"no {provider} {facts.op} kernel takes {mismatches[0]} (takes {shown})")]
+    return []

@@ -1,0 +1,284 @@
+"""Which ONNX nodes TVM Relax takes: its ONNX importer, tried on each distinct node for real.
+
+The importer's converter table says which op types it knows, but a converter can still
+refuse an attribute value, an opset or a dynamic input. So every distinct node of a model
+(op, domain, opset, attributes, and its inputs' dtypes, ranks and constness) is written as
+a one-node model and imported by ``tvm.relax.frontend.onnx.from_onnx`` in the worker (a
+crash there costs the worker, not the notebook). Small constants keep their values
+(shape-carrying inputs need them); large weights become graph inputs of the same type.
+A node whose import raises is unsupported, with the importer's words as the reason.
+
+TVM compiles a whole graph or nothing, and in a whole graph the importer knows more than
+in one node: a Reshape whose shape comes from Shape ops gets a symbolic shape, not an
+unknown tensor. So the whole model is imported first; when it imports, every node is
+supported. Only when it does not are the nodes tried one by one, and a node that fails
+alone with an input computed at run time is reported as needing that input at import
+time (fixed input shapes and onnxsim make it a constant).
+
+Examples
+--------
+>>> from explorer import load
+>>> judged = tvm_reasons(load("zoo:mlp"))
+>>> sorted(judged.values())
+[[], [], [], [], [], []]
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from .. import worker
+from ..model_files import worker_source
+from ..onnx_protos import constant_tensor
+from .support import CONSTANT_INPUT, IMPORT_FAILED, OP_MISSING, NodeFacts, Reason
+
+if TYPE_CHECKING:
+    from onnx import ModelProto, NodeProto, TensorProto
+
+    from ..graph import ModelGraph
+
+__all__ = [
+    "tvm_reasons",
+    "node_signature",
+    "single_node_model",
+    "import_each",
+    "import_whole",
+    "KEEP_VALUES_UP_TO",
+]
+
+KEEP_VALUES_UP_TO = 4096
+"""Constants with at most this many elements keep their values in the one-node models."""
+
+
+def node_signature(facts: NodeFacts) -> str:
+    """What makes two nodes the same to the importer: op, opset, attributes, input types.
+
+    Examples
+    --------
+    >>> from explorer.targets.support import NodeFacts, TensorFact
+    >>> x = TensorFact("x", "float32", (1, 4), False)
+    >>> node_signature(NodeFacts("a", "Relu", "", 17, 14, (x,), (), {})) == node_signature(
+    ...     NodeFacts("b", "Relu", "", 17, 14, (x,), (), {}))
+    True
+    """
+    inputs = [None if t is None else (t.dtype, t.rank, t.constant) for t in facts.inputs]
+    return json.dumps(
+        [facts.domain_name, facts.op, facts.opset, sorted(facts.attributes.items()), inputs], default=repr
+    )
+
+
+def _small_constant(graph: ModelGraph, name: str) -> TensorProto | None:
+    from onnx import numpy_helper
+
+    from ..weights import tensor_array
+
+    info = graph.weights.get(name)
+    if info is None or (info.numel or 0) > KEEP_VALUES_UP_TO or graph.model is None:
+        return None
+    proto = next((t for t in graph.model.graph.initializer if t.name == name), None)
+    if proto is None:
+        for node in graph.model.graph.node:
+            if node.op_type == "Constant" and name in node.output:
+                proto = constant_tensor(node)
+                break
+    if proto is None:
+        return None
+    try:
+        return numpy_helper.from_array(tensor_array(proto, graph.weights_dir), name)
+    except Exception:
+        return None
+
+
+def single_node_model(graph: ModelGraph, facts: NodeFacts, node: NodeProto) -> ModelProto:
+    """``node`` alone in a model: its inputs typed as in ``graph``, small constants with their values.
+
+    Examples
+    --------
+    >>> from explorer import load
+    >>> from explorer.targets.support import node_facts
+    >>> g = load("zoo:resnet18")
+    >>> proto = g.model.graph.node[0]
+    >>> m = single_node_model(g, node_facts(g)["/conv1/Conv"], proto)
+    >>> [i.name for i in m.graph.input], len(m.graph.initializer)
+    (['input', 'conv1.weight'], 0)
+    """
+    from onnx import TensorProto, helper
+
+    from ..tensors import dtype_from_name
+
+    inputs, initializers = [], []
+    for tensor in facts.inputs:
+        if tensor is None:
+            continue
+        value = _small_constant(graph, tensor.name) if tensor.constant else None
+        if value is not None:
+            initializers.append(value)
+            continue
+        elem = dtype_from_name(tensor.dtype) if tensor.dtype else TensorProto.FLOAT
+        shape = (
+            None
+            if tensor.shape is None
+            else [d if isinstance(d, int) and d >= 0 else str(d) for d in tensor.shape]
+        )
+        inputs.append(helper.make_tensor_value_info(tensor.name, elem, shape))
+    names = {i.name for i in inputs} | {t.name for t in initializers}
+    for _, _, name, data in graph.nx.in_edges(facts.node, keys=True, data=True):
+        if data.get("implicit") and name not in names:  # read by a subgraph of the node
+            shape = data.get("shape")
+            dims = None if shape is None else [d if isinstance(d, int) and d >= 0 else str(d) for d in shape]
+            elem = dtype_from_name(data["dtype"]) if data.get("dtype") else TensorProto.FLOAT
+            inputs.append(helper.make_tensor_value_info(name, elem, dims))
+            names.add(name)
+    outputs = [
+        helper.make_tensor_value_info(
+            t.name, dtype_from_name(t.dtype) if t.dtype else TensorProto.UNDEFINED, None
+        )
+        for t in facts.outputs
+        if t is not None
+    ]
+    one = helper.make_graph([node], "one_node", inputs, outputs, initializer=initializers)
+    opsets = [o for o in graph.model.opset_import] if graph.model is not None else []
+    model = helper.make_model(one, opset_imports=opsets)
+    model.ir_version = graph.model.ir_version if graph.model is not None else model.ir_version
+    return model
+
+
+def import_each(models: list[bytes]) -> list[str | None]:
+    """Import each serialized one-node model with TVM's ONNX importer (run in the worker).
+
+    Returns
+    -------
+    list
+        Per model: None when it imported, else ``"ErrorType: first line"``.
+
+    Examples
+    --------
+    >>> from onnx import TensorProto, helper
+    >>> x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    >>> y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+    >>> m = helper.make_model(helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y]),
+    ...                       opset_imports=[helper.make_opsetid("", 17)])
+    >>> worker.run(import_each, [m.SerializeToString()])
+    [None]
+    """
+    import onnx
+    from tvm.relax.frontend.onnx import from_onnx
+
+    out: list[str | None] = []
+    for i, blob in enumerate(models):
+        worker.report(i / max(len(models), 1), f"importing node {i + 1} of {len(models)}")
+        try:
+            from_onnx(onnx.load_from_string(blob), keep_params_in_input=False)
+            out.append(None)
+        except Exception as exc:
+            first = (str(exc).strip().splitlines() or [""])[0]
+            out.append(f"{type(exc).__name__}: {first[:300]}")
+    return out
+
+
+def import_whole(path: str) -> str | None:
+    """Import the model file at ``path`` with TVM's ONNX importer (in the worker): None, or the error.
+
+    Examples
+    --------
+    >>> from explorer import zoo
+    >>> worker.run_on_model(import_whole, zoo.build("mlp")) is None
+    True
+    """
+    import onnx
+    from tvm.relax.frontend.onnx import from_onnx
+
+    worker.report(0.0, "importing the whole model")
+    try:
+        from_onnx(onnx.load(path), keep_params_in_input=False)
+    except Exception as exc:
+        first = (str(exc).strip().splitlines() or [""])[0]
+        return f"{type(exc).__name__}: {first[:300]}"
+    return None
+
+
+def _failure_reasons(facts: NodeFacts, error: str) -> list[Reason]:
+    """The reasons of a node that failed alone: an input computed at run time, else the error."""
+    computed = [
+        (i, t.name)
+        for i, t in enumerate(facts.inputs)
+        if i > 0 and t is not None and not t.constant and t.dtype in ("int64", "int32")
+    ]
+    if computed:
+        i, name = computed[0]
+        return [
+            Reason(
+                CONSTANT_INPUT,
+                f"input {i} ({name}) is computed at run time; TVM's importer needs it at import time "
+                f"(fix the input shapes and run onnxsim) [{error}]",
+            )
+        ]
+    return [Reason(IMPORT_FAILED, error)]
+
+
+def _converted_ops() -> frozenset[str] | None:
+    """The op types the importer's converter table has (in the worker), None without TVM."""
+    return worker.run(_convert_map_keys, step="TVM importer's converter table")
+
+
+def _convert_map_keys() -> frozenset[str] | None:
+    try:
+        from tvm.relax.frontend.onnx import onnx_frontend
+    except ImportError:
+        return None
+    return frozenset(onnx_frontend._get_convert_map()) | {"If", "Constant"}
+
+
+def tvm_reasons(graph: ModelGraph, facts: Mapping[str, NodeFacts] | None = None) -> dict[str, list[Reason]]:
+    """Import each distinct node of ``graph`` into Relax and say which failed, and why.
+
+    Parameters
+    ----------
+    graph : ModelGraph
+        An ONNX graph with its model.
+    facts : mapping, optional
+        Its :func:`~explorer.targets.support.node_facts`.
+
+    Returns
+    -------
+    dict
+        Node id -> reasons (empty when the node imported).
+
+    Examples
+    --------
+    >>> from explorer import load
+    >>> judged = tvm_reasons(load("zoo:custom_domain"))
+    >>> sorted({r.kind for reasons in judged.values() for r in reasons})
+    ['op missing']
+    """
+    from .support import node_facts
+
+    facts = node_facts(graph) if facts is None else facts
+    if graph.model is None:
+        return {}
+    known = _converted_ops()
+    if known is not None and all(f.op in known for f in facts.values()) and not graph.model.functions:
+        whole = worker.run_on_model(import_whole, worker_source(graph), step="TVM import of the model")
+        if whole is None:
+            return {node: [] for node in facts}
+    protos = {node: graph.model.graph.node[graph.nx.nodes[node]["index"]] for node in facts}
+    local_functions = {(f.domain, f.name) for f in graph.model.functions}
+    out: dict[str, list[Reason]] = {}
+    distinct: dict[str, list[str]] = {}
+    for node, f in facts.items():
+        if (f.domain, f.op) in local_functions or (known is not None and f.op not in known):
+            out[node] = [Reason(OP_MISSING, f"TVM's ONNX importer has no converter for {f.qualified_op}")]
+            continue
+        distinct.setdefault(node_signature(f), []).append(node)
+    order = list(distinct)
+    blobs = [
+        single_node_model(graph, facts[distinct[s][0]], protos[distinct[s][0]]).SerializeToString()
+        for s in order
+    ]
+    errors = worker.run(import_each, blobs, step="TVM import of each distinct node") if blobs else []
+    for signature, error in zip(order, errors, strict=True):
+        for node in distinct[signature]:
+            out[node] = [] if error is None else _failure_reasons(facts[node], error)
+    return out
