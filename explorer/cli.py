@@ -237,6 +237,29 @@ def build_parser() -> argparse.ArgumentParser:
     cover.add_argument("--json", action="store_true", help="print one JSON object")
     cover.set_defaults(handler=_coverage)
 
+    ready = commands.add_parser(
+        "prepare",
+        help="make a model NPU-ready step by step (static shapes, onnxsim, QNN preprocessing, QDQ) and "
+        "show the target's coverage, partitions and accuracy after each step",
+        description="Runs the target's NPU-ready pipeline (qnn-htp: ort-quant:fix_shapes, onnxsim, "
+        "ort-quant:qnn_preprocess, ort-quant:qnn_qdq) and prints per step: pass, coverage, partitions, "
+        "max_abs_diff against the float model (both on ONNX Runtime's CPU provider).",
+    )
+    ready.add_argument("model", metavar="MODEL", help="an .onnx file, or zoo:NAME")
+    ready.add_argument(
+        "--target", default="qnn-htp", help="qnn-htp (default), nnapi, coreml-mlprogram or coreml-nn"
+    )
+    ready.add_argument(
+        "--input-shape", action="append", type=parse_input_shape, default=[], metavar="NAME=D1,D2,..."
+    )
+    ready.add_argument(
+        "--activations", choices=("uint8", "uint16"), default="uint8", help="QDQ activation type (qnn-htp)"
+    )
+    ready.add_argument("--samples", type=int, default=None, help="generated calibration inputs (default 8)")
+    ready.add_argument("--output", metavar="PATH", help="save the prepared model here (written atomically)")
+    ready.add_argument("--json", action="store_true", help="print one JSON object")
+    ready.set_defaults(handler=_prepare)
+
     difference = commands.add_parser(
         "diff", help="diff two model files: added, removed, modified nodes and fusions"
     )
@@ -542,6 +565,54 @@ def _coverage(args: argparse.Namespace) -> int:
             print(f"  ONNX Runtime's own placement {'agrees' if t.agrees_with_runtime else 'DIFFERS'}")
         for op, entry in t.fallback_ops.items():
             print(f"  {op} x{entry['count']}: {'; '.join(entry['reasons'][:3])}")
+    return 0
+
+
+def _prepare(args: argparse.Namespace) -> int:
+    from .targets.prepare import PREPARE_PIPELINES, prepare_for_target
+
+    if args.target not in PREPARE_PIPELINES:
+        raise ExplorerError(
+            f"no NPU-ready pipeline for {args.target!r}; targets: {', '.join(PREPARE_PIPELINES)}"
+        )
+
+    def progress(step: int, total: int, name: str) -> None:
+        if not args.json:
+            print(f"[{step}/{total}] {name}", file=sys.stderr)
+
+    prepared = prepare_for_target(
+        load(args.model),
+        args.target,
+        input_shapes=dict(args.input_shape) or None,
+        activation_type=args.activations,
+        samples=args.samples,
+        progress=progress,
+    )
+    saved = None
+    if args.output:
+        from .model_files import save_graph_model
+
+        saved = save_graph_model(prepared.graph, args.output)
+    if args.json:
+        print(
+            json.dumps({**prepared.to_dict(), "source": args.model, "output": str(saved) if saved else None})
+        )
+        return 0
+    print(f"model: {args.model} -> {args.target}, inputs {prepared.input_shapes}")
+    print(
+        f"{'pass':<26} {'coverage':>8} {'partitions':>10} {'nodes':>6} {'max_abs_diff':>12} {'relative':>9}"
+    )
+    for s in prepared.steps:
+        diff = "" if s.max_abs_diff is None else f"{s.max_abs_diff:.3g}"
+        relative = "" if s.relative_diff is None else f"{s.relative_diff:.2%}"
+        note = f"  ({s.error})" if s.error else ("" if s.changed or s.index == 0 else "  (no change)")
+        print(
+            f"{s.pass_name:<26} {s.coverage:>8.1%} {s.partitions:>10} {s.total_nodes:>6} {diff:>12} "
+            f"{relative:>9}{note}"
+        )
+    print(prepared.steps[-1].verdict)
+    if saved:
+        print(f"wrote {saved}")
     return 0
 
 

@@ -436,7 +436,7 @@ def run_pipeline(
         log, changed = result.log, candidate is not None
         if candidate is not None:
             step_diff = diff(current, candidate)
-            if _same_graph(step_diff):
+            if _same_graph(step_diff) and _io_types(current) == _io_types(candidate):
                 changed = False  # only serialization details (names / order of initializers ...)
                 log = (*log, "the graph is the same; only serialization details changed")
             else:
@@ -495,6 +495,14 @@ def _run_step(
 def _same_graph(step_diff: GraphDiff) -> bool:
     weights_moved = step_diff.weight_bytes_changed or step_diff.param_delta
     return step_diff.is_empty and not step_diff.op_deltas and not weights_moved
+
+
+def _io_types(graph: ModelGraph) -> tuple:
+    """The declared types of the graph inputs and outputs (a pass fixing input shapes changes only these)."""
+    from .tensors import shape_from_type
+
+    main = graph.model.graph
+    return tuple((v.name, shape_from_type(v.type)) for v in (*main.input, *main.output))
 
 
 def _discard(result: PassResult) -> None:

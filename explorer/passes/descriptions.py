@@ -15,7 +15,7 @@ True
 >>> ONNXOPTIMIZER_KIND["fuse_bn_into_conv"]
 'fuse'
 >>> sorted(FAMILIES)
-['explorer', 'onnx', 'onnxoptimizer', 'onnxscript', 'onnxsim', 'ort', 'ort-transformers']
+['explorer', 'onnx', 'onnxoptimizer', 'onnxscript', 'onnxsim', 'ort', 'ort-quant', 'ort-transformers']
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ __all__ = [
     "ORT",
     "VERSION_CONVERTER",
     "EXPLORER",
+    "ORT_QUANT",
     "ONNXSCRIPT",
     "ONNXSCRIPT_KIND",
     "ort_transformers",
@@ -615,6 +616,36 @@ EXPLORER: dict[str, str] = {
 }
 """One paragraph per rewrite of the explorer's own (standard ONNX in, standard ONNX out)."""
 
+ORT_QUANT: dict[str, str] = {
+    "ort-quant:fix_shapes": (
+        "Fixes the dimensions of the graph inputs given (input_shapes) with ONNX Runtime's own helper "
+        "(make_input_shape_fixed, what its make_dynamic_shape_fixed tool runs), then the graph outputs' "
+        "(fix_output_shapes). Mobile NPUs compile a static graph: ONNX Runtime's QNN and NNAPI providers "
+        "take no node with a tensor whose size is not a number, so a dynamic batch or image size keeps the "
+        "whole model on the CPU. After this step shape inference can give every tensor a fixed shape, and "
+        "onnxsim can fold the shape computations into constants."
+    ),
+    "ort-quant:qnn_preprocess": (
+        "ONNX Runtime's preprocessing for its QNN provider (qnn_preprocess_model): the basic graph "
+        "optimisations (constant folding, redundant nodes removed), then fusions into ops the HTP runs as "
+        "one (the Erf formula of GELU into Gelu, ReduceL2 + Div into LpNormalization, the "
+        "Reshape/Transpose/Reshape of a space-to-depth into SpaceToDepth; with fuse_layernorm, the "
+        "ReduceMean sequence into LayerNormalization). Run it before quantising: a fused op gets one "
+        "pair of quantisation parameters instead of one per piece."
+    ),
+    "ort-quant:qnn_qdq": (
+        "Quantises the model to QDQ form with the QNN provider's configuration (get_qnn_qdq_config, then "
+        "quantize): every float tensor between ops gets a QuantizeLinear / DequantizeLinear pair with a "
+        "scale and zero point calibrated (MinMax) on sample inputs, weights are stored as 8-bit integers. "
+        "The HTP runs the ops in between in integer arithmetic (uint8 activations by default, uint16 for "
+        "more precision at twice the bytes). The graph still runs on any ONNX Runtime, which is how the "
+        "accuracy cost is measured here: the QDQ model's outputs against the float model's, on the CPU. "
+        "Calibrate on real inputs (calibration) when there are some; without them, generated inputs give "
+        "ranges that real data will not have."
+    ),
+}
+"""One paragraph per ``ort-quant`` pass: ONNX Runtime's tools that make a model NPU-ready."""
+
 FAMILIES: dict[str, str] = {
     "onnxoptimizer": (
         "onnxoptimizer (the onnx/optimizer project, 0.4.2 here) is ONNX's library of local graph "
@@ -668,6 +699,13 @@ FAMILIES: dict[str, str] = {
         "ONNX Runtime: contrib ops written in standard ONNX, loops with a constant trip count unrolled. "
         "They are what the Relax import's one-call fix runs when the importer lacks an operator they "
         "remove. Each keeps what it cannot rewrite exactly and logs why."
+    ),
+    "ort-quant": (
+        "ONNX Runtime's quantisation and mobile tools (onnxruntime.quantization, onnxruntime.tools): what "
+        "makes a float model with dynamic shapes ready for an NPU such as Qualcomm's HTP. Static shapes "
+        "first, then the provider's preprocessing, then QDQ quantisation calibrated on sample inputs. The "
+        "targets view shows the HTP coverage and partitions after each step, and the output difference "
+        "from the float model is the accuracy it cost."
     ),
     "onnx": (
         "Tools from the onnx package itself. Its version converter moves a model between opsets of the "

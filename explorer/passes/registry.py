@@ -12,6 +12,9 @@ Names:
 - ``onnxscript:optimize`` and its parts (``onnxscript:constant_folding``, ``onnxscript:remove_unused``,
   ``onnxscript:inline``, ``onnxscript:rewrite``), ``onnxscript:ort_fusions`` (``optimize_for_ort``) and
   one pass per ONNX Runtime fusion rule set, named after its function (``onnxscript:fuse_sdpa``, ...);
+- ``ort-quant:fix_shapes`` (parameter ``input_shapes``), ``ort-quant:qnn_preprocess`` and
+  ``ort-quant:qnn_qdq`` (``activation_type`` uint8 / uint16, ``weight_type``, ``samples``, ``seed``,
+  ``calibration``): ONNX Runtime's tools that make a model NPU-ready;
 - ``ort-transformers:MODEL_TYPE`` for every model type of ONNX Runtime's transformer optimizer
   (``ort-transformers:bert``, ``ort-transformers:gpt2``, ...; parameters ``num_heads``, ``hidden_size``).
 
@@ -44,6 +47,7 @@ from . import (
     native_steps,
     onnxscript_steps,
     ort_transformers_steps,
+    quantization_steps,
 )
 from .base import FunctionPass, Runner
 
@@ -59,7 +63,16 @@ __all__ = [
     "DEFAULT_PASS_TIMEOUT",
 ]
 
-FAMILIES = ("onnxoptimizer", "onnxsim", "onnxscript", "ort", "ort-transformers", "onnx", "explorer")
+FAMILIES = (
+    "onnxoptimizer",
+    "onnxsim",
+    "onnxscript",
+    "ort",
+    "ort-transformers",
+    "ort-quant",
+    "onnx",
+    "explorer",
+)
 """Pass families, in the order the registry lists them."""
 
 DEFAULT_PASS_TIMEOUT = 600.0
@@ -264,6 +277,57 @@ def _registry() -> dict[str, FunctionPass]:
             },
             kind="fuse",
         )
+    passes["ort-quant:fix_shapes"] = FunctionPass(
+        "ort-quant:fix_shapes",
+        "ort-quant",
+        descriptions.ORT_QUANT["ort-quant:fix_shapes"],
+        _runner(
+            quantization_steps.fix_shapes_step,
+            "ort-quant:fix_shapes",
+            from_params=lambda params: (params.get("input_shapes"),),
+        ),
+        {**base, "input_shapes": None},
+        kind="convert",
+    )
+    passes["ort-quant:qnn_preprocess"] = FunctionPass(
+        "ort-quant:qnn_preprocess",
+        "ort-quant",
+        descriptions.ORT_QUANT["ort-quant:qnn_preprocess"],
+        _runner(
+            quantization_steps.qnn_preprocess_step,
+            "ort-quant:qnn_preprocess",
+            from_params=lambda params: (bool(params.get("fuse_layernorm")),),
+        ),
+        {**base, "fuse_layernorm": False},
+        kind="fuse",
+    )
+    passes["ort-quant:qnn_qdq"] = FunctionPass(
+        "ort-quant:qnn_qdq",
+        "ort-quant",
+        descriptions.ORT_QUANT["ort-quant:qnn_qdq"],
+        _runner(
+            quantization_steps.qnn_qdq_step,
+            "ort-quant:qnn_qdq",
+            from_params=lambda params: (
+                params.get("input_shapes"),
+                params["activation_type"],
+                params["weight_type"],
+                int(params["samples"]),
+                int(params["seed"]),
+                params.get("calibration"),
+            ),
+        ),
+        {
+            **base,
+            "input_shapes": None,
+            "activation_type": "uint8",
+            "weight_type": "uint8",
+            "samples": quantization_steps.CALIBRATION_SAMPLES,
+            "seed": 0,
+            "calibration": None,
+        },
+        kind="convert",
+    )
     passes["version_converter"] = FunctionPass(
         "version_converter",
         "onnx",
