@@ -17,8 +17,9 @@ from .warm import warm_up
 warm_up()  # first: the worker starts on the other core while the rest of the widgets import
 
 from .bench_panel import BenchPanel  # noqa: E402
+from .coverage_panel import CoveragePanel  # noqa: E402
 from .graph_view import GraphView  # noqa: E402
 from .stepper import PassStepper  # noqa: E402
 from .timeline_stepper import TimelineStepper  # noqa: E402
 
-__all__ = ["GraphView", "PassStepper", "TimelineStepper", "BenchPanel", "warm_up"]
+__all__ = ["GraphView", "PassStepper", "TimelineStepper", "BenchPanel", "CoveragePanel", "warm_up"]

@@ -1,0 +1,111 @@
+"""A quantised (QDQ) graph read like the float one: its QuantizeLinear / DequantizeLinear nodes hidden.
+
+A QDQ model puts a QuantizeLinear and a DequantizeLinear on nearly every tensor and a
+DequantizeLinear on every weight, which triples the node count and hides the network's
+shape. :func:`hide_qdq` gives a view of the graph model without them: a Q or DQ on a data
+path becomes a plain edge from its producer to its consumers (the edge keeps the tensor
+the consumer reads, so its shape and name are right), a DQ of a weight hands its weight
+to the nodes it feeds (their boxes show it), and every node that touched one is marked
+``quantized``. The view is for drawing and diffing; the model itself is untouched.
+
+Examples
+--------
+>>> from explorer import load
+>>> g = load("zoo:qdq_cnn")
+>>> view = hide_qdq(g)
+>>> g.op_counts["DequantizeLinear"] > 0, view.op_counts["DequantizeLinear"]
+(True, 0)
+>>> len(view.op_nodes()) < len(g.op_nodes())
+True
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from .graph import ModelGraph
+
+__all__ = ["QDQ_OPS", "hide_qdq", "is_qdq"]
+
+QDQ_OPS = frozenset({"QuantizeLinear", "DequantizeLinear"})
+"""The ops :func:`hide_qdq` removes (in the ONNX domain and com.microsoft's 16-bit variants)."""
+
+
+def is_qdq(data: dict) -> bool:
+    """Whether a node's data is a QuantizeLinear or DequantizeLinear.
+
+    Examples
+    --------
+    >>> dq = {"kind": "op", "op_type": "DequantizeLinear", "domain": "com.microsoft"}
+    >>> is_qdq(dq), is_qdq({"kind": "input"})
+    (True, False)
+    """
+    return (
+        data.get("kind") == "op"
+        and data.get("op_type") in QDQ_OPS
+        and data.get("domain", "")
+        in (
+            "",
+            "ai.onnx",
+            "com.microsoft",
+        )
+    )
+
+
+def hide_qdq(graph: ModelGraph) -> ModelGraph:
+    """A view of ``graph`` without its QuantizeLinear / DequantizeLinear nodes (see the module docs).
+
+    Parameters
+    ----------
+    graph : ModelGraph
+        Any graph (its nodes and edges are copied, never changed).
+
+    Returns
+    -------
+    ModelGraph
+        The same model and protos, a graph model without Q/DQ; ``notes`` says how many were hidden.
+
+    Examples
+    --------
+    >>> from explorer import load
+    >>> view = hide_qdq(load("zoo:qdq_cnn"))
+    >>> any(d.get("quantized") for _, d in view.nx.nodes(data=True))
+    True
+    """
+    nx_graph = graph.nx.copy()  # node and edge dicts are copies: the graph's own stay as they are
+    hidden = [n for n, d in graph.nx.nodes(data=True) if is_qdq(d)]
+    order = {n: graph.nx.nodes[n].get("index", 0) for n in hidden}
+    for node in sorted(hidden, key=order.__getitem__):
+        data = nx_graph.nodes[node]
+        producers = list(nx_graph.in_edges(node, keys=True, data=True))
+        consumers = list(nx_graph.out_edges(node, keys=True, data=True))
+        for source, _, _, _ in producers:
+            if nx_graph.nodes[source].get("kind") == "op":
+                nx_graph.nodes[source]["quantized"] = True
+        for _, target, key, edge in consumers:
+            target_data = nx_graph.nodes[target]
+            if target_data.get("kind") == "op":
+                target_data["quantized"] = True
+            if producers:
+                source, _, _, _ = producers[0]  # a Q/DQ has one data input; scale and zero point are weights
+                nx_graph.add_edge(source, target, key=key, **edge)
+            elif data.get("weights"):  # a DQ of a weight: the weight moves to its consumer's box
+                target_data["weights"] = (*(target_data.get("weights") or ()), *data["weights"][:1])
+        nx_graph.remove_node(node)
+    counts = Counter(graph.op_counts)
+    for op in QDQ_OPS:
+        counts.pop(op, None)
+    view = ModelGraph(
+        nx_graph,
+        proto=graph.proto,
+        model=graph.model,
+        weights=graph.weights,
+        source=graph.source,
+        notes=[*graph.notes, f"{len(hidden)} QuantizeLinear / DequantizeLinear nodes hidden"],
+        depth=graph.depth,
+        ir=graph.ir,
+        name=graph.name,
+        op_counts=counts,
+    )
+    view.model_path, view.weights_dir, view.graph_path = graph.model_path, graph.weights_dir, graph.graph_path
+    return view

@@ -1,0 +1,141 @@
+"""Figures of op support: heatmaps of coverage across targets and models, and partition colours.
+
+Pure functions from :mod:`explorer.targets` results to plotly figures and palettes (the
+CoveragePanel only shows them): :func:`op_support_heatmap` (rows: the model's op types,
+columns: targets, cells: the supported share of that op's nodes), :func:`coverage_heatmap`
+(rows: models, columns: targets, cells: coverage by nodes), and :func:`partition_palette`
+(each partition its own colour, the CPU fallback grey) for the graph's partition overlay.
+
+Examples
+--------
+>>> from explorer import load
+>>> from explorer.targets import coverage
+>>> fig = op_support_heatmap(coverage(load("zoo:mlp"), ["ort-cpu", "coreml-mlprogram"]))
+>>> fig.data[0].type, list(fig.data[0].x)
+('heatmap', ['ort-cpu', 'coreml-mlprogram'])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import plotly.graph_objects as go
+
+if TYPE_CHECKING:
+    from .targets.coverage import CoverageReport
+    from .targets.partition import Partitioning
+
+__all__ = [
+    "op_support_heatmap",
+    "coverage_heatmap",
+    "partition_palette",
+    "FALLBACK_COLOR",
+    "PARTITION_COLORS",
+]
+
+FALLBACK_COLOR = "#b4b4b4"
+"""Nodes that fall back to the CPU."""
+UNSUPPORTED_COLOR = "#c0392b"
+"""Nodes a target without a fallback cannot run at all."""
+PARTITION_COLORS = ("#2e7d32", "#1565c0", "#8e24aa", "#ef6c00", "#00838f", "#ad1457", "#6d4c41", "#558b2f")
+"""Partition colours, in partition order (repeating past the eighth)."""
+_SCALE = [[0.0, "#f2d0cc"], [0.5, "#f6e7a8"], [1.0, "#8bc48a"]]  # none, some, all supported
+
+
+def partition_palette(p: Partitioning) -> dict[str, str]:
+    """Overlay category -> colour for :meth:`~explorer.targets.partition.Partitioning.overlay`.
+
+    Examples
+    --------
+    >>> from explorer import load
+    >>> from explorer.targets import get_target, partition
+    >>> partition_palette(partition(load("zoo:mlp"), get_target("nnapi")))
+    {'CPU': '#b4b4b4'}
+    """
+    palette = {
+        f"partition {i}": PARTITION_COLORS[(i - 1) % len(PARTITION_COLORS)]
+        for i in range(1, len(p.groups) + 1)
+    }
+    if p.fallback is not None:
+        palette[p.fallback] = FALLBACK_COLOR
+    elif p.fallback_nodes:
+        palette["unsupported"] = UNSUPPORTED_COLOR
+    return palette
+
+
+def _heatmap(
+    z: list[list[float | None]], x: list[str], y: list[str], text: list[list[str]], title: str
+) -> go.Figure:
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=x,
+            y=y,
+            text=text,
+            texttemplate="%{text}",
+            colorscale=_SCALE,
+            zmin=0.0,
+            zmax=1.0,
+            hovertemplate="%{y} on %{x}: %{text}<extra></extra>",
+            colorbar={"title": "supported", "tickformat": ".0%"},
+        )
+    )
+    fig.update_layout(
+        title=title,
+        height=max(260, 60 + 22 * len(y)),
+        margin={"l": 10, "r": 10, "t": 50, "b": 10},
+        yaxis={"autorange": "reversed", "automargin": True},
+        xaxis={"side": "top", "automargin": True},
+        plot_bgcolor="white",
+    )
+    return fig
+
+
+def op_support_heatmap(report: CoverageReport) -> go.Figure:
+    """Rows: the model's op types; columns: targets; cells: supported nodes of that op (share and count).
+
+    Examples
+    --------
+    >>> from explorer import load
+    >>> from explorer.targets import coverage
+    >>> fig = op_support_heatmap(coverage(load("zoo:resnet18"), ["coreml-mlprogram"]))
+    >>> dict(zip(fig.data[0].y, fig.data[0].text))["BatchNormalization"]
+    ['0/20']
+    """
+    table = report.op_table()
+    fractions = report.op_fractions()
+    ops, targets = list(table.index), list(table.columns)
+    z = [[_none_if_nan(fractions.loc[op, t]) for t in targets] for op in ops]
+    text = [[str(table.loc[op, t]) for t in targets] for op in ops]
+    return _heatmap(z, targets, ops, text, f"op support of {report.source}")
+
+
+def coverage_heatmap(reports: Mapping[str, CoverageReport]) -> go.Figure:
+    """Rows: models; columns: targets; cells: coverage by node count (and the partitions).
+
+    Examples
+    --------
+    >>> from explorer import load
+    >>> from explorer.targets import coverage
+    >>> fig = coverage_heatmap({"mlp": coverage(load("zoo:mlp"), ["ort-cpu"])})
+    >>> fig.data[0].z, fig.data[0].text
+    (([1.0],), (['100% (1)'],))
+    """
+    models = list(reports)
+    targets = list(dict.fromkeys(t.target for r in reports.values() for t in r.targets))
+    z, text = [], []
+    for model in models:
+        by_target = {t.target: t for t in reports[model].targets}
+        z.append([by_target[t].coverage if t in by_target else None for t in targets])
+        text.append(
+            [
+                f"{by_target[t].coverage:.0%} ({by_target[t].partitions})" if t in by_target else ""
+                for t in targets
+            ]
+        )
+    return _heatmap(z, targets, models, text, "coverage by nodes (partitions)")
+
+
+def _none_if_nan(value: float) -> float | None:
+    return None if value != value else float(value)

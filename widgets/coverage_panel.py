@@ -1,0 +1,247 @@
+"""CoveragePanel: which nodes each target takes, the graph coloured by partition, and the NPU-ready pipeline.
+
+Above: the targets to check (ONNX Runtime CPU and CUDA, NNAPI, CoreML, Qualcomm HTP,
+TVM), a check button and a status line. Below, once checked: a table per target
+(supported and total nodes, coverage by nodes and by FLOPs, partitions, whether ONNX
+Runtime's own placement agrees, the verdict), the op-support heatmap (rows: op types,
+columns: targets), and the graph with one "partition: TARGET" entry per target in its
+colour menu (each partition its own colour, CPU fallback grey). Then the NPU-ready
+pipeline: pick a target and the activation type, prepare, and step through it (coverage,
+partitions and the accuracy cost per step); "hide Q/DQ" draws the quantised graph like
+the float one. The work is :mod:`explorer.targets` and :mod:`explorer.target_figures`;
+this class wires state and events.
+
+Examples
+--------
+>>> panel = CoveragePanel("zoo:mlp", targets=("ort-cpu", "nnapi"))
+>>> report = panel.check()
+>>> [t.target for t in report.targets], panel.view.color_menu.value
+(['ort-cpu', 'nnapi'], 'partition: nnapi')
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+from collections.abc import Sequence
+from typing import Any
+
+import ipywidgets as w
+
+from explorer import load
+from explorer.graph import ModelGraph
+from explorer.qdq import hide_qdq
+from explorer.target_figures import op_support_heatmap, partition_palette
+from explorer.targets import TARGET_NAMES, CoverageReport, coverage, get_target
+from explorer.targets.prepare import PREPARE_PIPELINES, PreparedModel, prepare_for_target
+from explorer.timeline import Timeline
+
+from .graph_view import GraphView
+from .timeline_stepper import TimelineStepper
+
+__all__ = ["CoveragePanel", "DEFAULT_TARGETS"]
+
+DEFAULT_TARGETS = ("ort-cpu", "nnapi", "coreml-mlprogram", "qnn-htp")
+"""The targets checked unless others are chosen (TVM's real import attempts take longer)."""
+
+
+def _percent(value: float | None) -> str:
+    return "" if value is None else f"{value:.0%}"
+
+
+class CoveragePanel(w.VBox):
+    """Op support, partitions and CPU fallback of one model on several targets, and making it NPU-ready.
+
+    Parameters
+    ----------
+    source : ModelGraph or anything :func:`explorer.load` takes
+        The model.
+    targets : sequence of str
+        The targets selected at first (names of :data:`explorer.targets.TARGET_NAMES`).
+    input_shapes : mapping, optional
+        Fixed shapes for the FLOPs estimate and the NPU-ready pipeline.
+
+    Examples
+    --------
+    >>> CoveragePanel("zoo:mlp").targets.value
+    ('ort-cpu', 'nnapi', 'coreml-mlprogram', 'qnn-htp')
+    """
+
+    def __init__(
+        self,
+        source: Any,
+        *,
+        targets: Sequence[str] = DEFAULT_TARGETS,
+        input_shapes: dict[str, list[int]] | None = None,
+    ) -> None:
+        self.graph: ModelGraph = source if isinstance(source, ModelGraph) else load(source)
+        self.input_shapes = input_shapes
+        self.report: CoverageReport | None = None
+        self.prepared: PreparedModel | None = None
+        self.targets = w.SelectMultiple(
+            options=[(f"{name}: {get_target(name).device}", name) for name in TARGET_NAMES],
+            value=tuple(targets),
+            description="targets",
+            rows=len(TARGET_NAMES),
+            layout=w.Layout(width="420px"),
+        )
+        self.check_button = w.Button(
+            description="check", button_style="primary", _dom_classes=("oge-coverage-check",)
+        )
+        self.status = w.HTML("<i>choose targets, then check</i>", _dom_classes=("oge-coverage-status",))
+        self.table = w.HTML(_dom_classes=("oge-coverage-table",))
+        from .figure_widget import GraphFigureWidget  # plotly's widget stack: when a panel is made
+
+        self.heatmap = GraphFigureWidget()
+        self.view = GraphView(self.graph)
+        self.prepare_target = w.Dropdown(
+            options=list(PREPARE_PIPELINES), value="qnn-htp", description="NPU-ready"
+        )
+        self.activations = w.ToggleButtons(
+            options=["uint8", "uint16"], value="uint8", description="activations"
+        )
+        self.prepare_button = w.Button(description="prepare", _dom_classes=("oge-coverage-prepare",))
+        self.hide_qdq = w.Checkbox(value=False, description="hide Q/DQ", indent=False)
+        self.steps = w.HTML(_dom_classes=("oge-coverage-steps",))
+        self.stepper = TimelineStepper(graph=self.graph, height=420)
+        self.results = w.VBox([], _dom_classes=("oge-coverage-results",))
+        self.check_button.on_click(lambda _: self.check())
+        self.prepare_button.on_click(lambda _: self.prepare())
+        self.hide_qdq.observe(lambda _: self._show_prepared(), names="value")
+        controls = w.VBox([self.targets, w.HBox([self.check_button, self.status])])
+        pipeline = w.VBox(
+            [
+                w.HBox(
+                    [self.prepare_target, self.activations, self.prepare_button, self.hide_qdq],
+                    layout=w.Layout(flex_flow="row wrap"),
+                ),
+                self.steps,
+            ],
+            _dom_classes=("oge-coverage-pipeline",),
+        )
+        super().__init__([controls, self.results, self.view, pipeline], _dom_classes=("oge-coverage-panel",))
+
+    def check(self) -> CoverageReport:
+        """Judge the graph on the chosen targets and show the tables, the heatmap and the partitions.
+
+        Examples
+        --------
+        >>> panel = CoveragePanel("zoo:resnet18", targets=("coreml-mlprogram",))
+        >>> panel.check().get("coreml-mlprogram").partitions
+        19
+        """
+        self.check_button.disabled = True
+        self.status.value = f"checking {len(self.targets.value)} targets ..."
+        try:
+            self.report = coverage(
+                self.graph, list(self.targets.value), input_shapes=self.input_shapes, with_assignment=True
+            )
+        except Exception as err:  # shown in the panel; the kernel and the panel stay usable
+            self.status.value = f"<b>failed</b>: {html.escape(type(err).__name__)}: {html.escape(str(err))}"
+            raise
+        finally:
+            self.check_button.disabled = False
+        from .figure_widget import GraphFigureWidget
+
+        self.heatmap = GraphFigureWidget(op_support_heatmap(self.report))
+        self.table.value = self._table_html()
+        self.results.children = [self.table, self.heatmap]
+        first = None
+        for name, p in self.report.partitionings.items():
+            self.view.set_overlay(f"partition: {name}", p.overlay(), partition_palette(p))
+            if first is None or (first == "ort-cpu" and p.fallback is not None):
+                first = name
+        if first is not None:
+            self.view.color_menu.value = f"partition: {first}"
+        self.status.value = f"done: {len(self.report.targets)} targets"
+        return self.report
+
+    def _table_html(self) -> str:
+        assert self.report is not None
+        head = (
+            "<tr><th>target</th><th>supported</th><th>of</th><th>coverage</th><th>by FLOPs</th>"
+            "<th>partitions</th><th>ORT agrees</th><th>verdict</th></tr>"
+        )
+        rows = []
+        for t in self.report.targets:
+            agrees = {None: "", True: "yes", False: "<b>no</b>"}[t.agrees_with_runtime]
+            rows.append(
+                f"<tr><td>{html.escape(t.target)}</td><td>{t.supported_nodes}</td><td>{t.total_nodes}</td>"
+                f"<td>{_percent(t.coverage)}</td><td>{_percent(t.flops_coverage)}</td><td>{t.partitions}</td>"
+                f"<td>{agrees}</td><td>{html.escape(t.verdict)}</td></tr>"
+            )
+        return f"<table class='oge-coverage'>{head}{''.join(rows)}</table>"
+
+    def _progress(self, step: int, total: int, name: str) -> None:
+        self.status.value = f"preparing: step {step} of {total}: {html.escape(name)}"
+
+    def prepare(self) -> PreparedModel:
+        """Run the NPU-ready pipeline of the chosen target and step through it.
+
+        Examples
+        --------
+        >>> panel = CoveragePanel("zoo:mlp")
+        >>> panel.prepare_target.value = "nnapi"
+        >>> [s.coverage for s in panel.prepare().steps]
+        [0.0, 1.0, 1.0]
+        """
+        self.prepare_button.disabled = True
+        try:
+            self.prepared = prepare_for_target(
+                self.graph,
+                self.prepare_target.value,
+                input_shapes=self.input_shapes,
+                activation_type=self.activations.value,
+                progress=self._progress,
+            )
+        except Exception as err:
+            self.status.value = f"<b>failed</b>: {html.escape(type(err).__name__)}: {html.escape(str(err))}"
+            raise
+        finally:
+            self.prepare_button.disabled = False
+        self._show_prepared()
+        last = self.prepared.steps[-1]
+        self.status.value = f"prepared for {html.escape(self.prepared.target)}: {html.escape(last.verdict)}"
+        return self.prepared
+
+    def shown_timeline(self) -> Timeline | None:
+        """The prepared timeline as the stepper shows it (Q/DQ hidden when asked).
+
+        Examples
+        --------
+        >>> CoveragePanel("zoo:mlp").shown_timeline() is None
+        True
+        """
+        if self.prepared is None:
+            return None
+        timeline = self.prepared.timeline
+        if not self.hide_qdq.value:
+            return timeline
+        snapshots = tuple(dataclasses.replace(s, graph=hide_qdq(s.graph)) for s in timeline.snapshots)
+        return Timeline(snapshots, timeline.source)  # diffs computed again, between the views shown
+
+    def _show_prepared(self) -> None:
+        timeline = self.shown_timeline()
+        if timeline is None or self.prepared is None:
+            return
+        self.stepper.set_timeline(timeline)
+        self.steps.value = self._steps_html()
+        pipeline = self.children[-1]
+        if self.stepper not in pipeline.children:
+            pipeline.children = (*pipeline.children, self.stepper)
+
+    def _steps_html(self) -> str:
+        assert self.prepared is not None
+        head = (
+            "<tr><th>step</th><th>coverage</th><th>partitions</th><th>nodes</th>"
+            "<th>max abs diff</th><th>relative</th></tr>"
+        )
+        rows = []
+        for s in self.prepared.steps:
+            diff = "" if s.max_abs_diff is None else f"{s.max_abs_diff:.3g}"
+            name = html.escape(s.pass_name) + ("" if s.changed or s.index == 0 else " (no change)")
+            rows.append(
+                f"<tr><td>{name}</td><td>{_percent(s.coverage)}</td><td>{s.partitions}</td>"
+                f"<td>{s.total_nodes}</td><td>{diff}</td><td>{_percent(s.relative_diff)}</td></tr>"
+            )
+        return f"<table class='oge-coverage-steps'>{head}{''.join(rows)}</table>"
