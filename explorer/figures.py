@@ -951,8 +951,10 @@ def graph_figure(
     legend_bodies = overlay is not None and not numeric
     names = {}
     if legend_bodies:
-        palette_names = {v: k for k, v in dict(DIFF_COLORS if palette is None else palette).items()}
-        names = {k: palette_names.get(k, k) for k in slots}
+        palette_names: dict[str, list[str]] = {}
+        for category, colour in dict(DIFF_COLORS if palette is None else palette).items():
+            palette_names.setdefault(colour, []).append(category)  # categories may share a colour
+        names = {k: ", ".join(palette_names.get(k, [k])) for k in slots}
     for slot in range(BODY_SLOTS):
         mask = key_array == slot
         bx, by = _rects(x0[mask], x1[mask], y0[mask], y1[mask], _RADIUS, _RADIUS)

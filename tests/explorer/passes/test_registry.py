@@ -69,11 +69,23 @@ def test_passes_never_modify_their_input() -> None:
     assert result.modified and result.model is not model
 
 
+TRANSFORMER_TYPES_ON_EVERY_MODEL = {"ort-transformers:bert", "ort-transformers:gpt2"}
+"""ONNX Runtime's transformer optimizer per model type is one optimizer with different fusion lists
+(6-9 s a type on a CNN): every type runs on the zoo transformer, two on the other models."""
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", zoo.names())
 def test_every_pass_runs_on_every_zoo_model(name: str) -> None:
     model = zoo.build(name, **SMALL.get(name, {}))
-    for found in list_passes():
+    chosen = [
+        p
+        for p in list_passes()
+        if p.family != "ort-transformers"
+        or name == "transformer"
+        or p.name in TRANSFORMER_TYPES_ON_EVERY_MODEL
+    ]
+    for found in chosen:
         timeline = run_pipeline(model, [found], verify=True)
         step = timeline[1]
         # a pass may refuse a model (a typed error recorded on the step), but never take the process down
