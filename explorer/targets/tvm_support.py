@@ -25,6 +25,8 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
@@ -170,7 +172,8 @@ def import_each(models: list[bytes]) -> list[str | None]:
     for i, blob in enumerate(models):
         worker.report(i / max(len(models), 1), f"importing node {i + 1} of {len(models)}")
         try:
-            from_onnx(onnx.load_from_string(blob), keep_params_in_input=False)
+            with contextlib.redirect_stdout(io.StringIO()):  # the importer prints its own errors
+                from_onnx(onnx.load_from_string(blob), keep_params_in_input=False)
             out.append(None)
         except Exception as exc:
             first = (str(exc).strip().splitlines() or [""])[0]
@@ -192,7 +195,8 @@ def import_whole(path: str) -> str | None:
 
     worker.report(0.0, "importing the whole model")
     try:
-        from_onnx(onnx.load(path), keep_params_in_input=False)
+        with contextlib.redirect_stdout(io.StringIO()):  # the importer prints its own errors
+            from_onnx(onnx.load(path), keep_params_in_input=False)
     except Exception as exc:
         first = (str(exc).strip().splitlines() or [""])[0]
         return f"{type(exc).__name__}: {first[:300]}"
