@@ -59,7 +59,17 @@ def fix_shapes_step(
     Raises
     ------
     ValueError
-        When no shapes are given, or one names no graph input (ONNX Runtime's own message).
+        When no shapes are given, or one names no graph input.
+
+    Examples
+    --------
+    >>> import os, tempfile, onnx
+    >>> from explorer import zoo
+    >>> tmp = tempfile.mkdtemp()
+    >>> onnx.save(zoo.build("mlp"), os.path.join(tmp, "in.onnx"))
+    >>> out = os.path.join(tmp, "o.onnx")
+    >>> fix_shapes_step(os.path.join(tmp, "in.onnx"), {"input": [4, 1, 28, 28]}, out_path=out)
+    ["input: ['batch', 1, 28, 28] -> [4, 1, 28, 28]"]
     """
     from onnxruntime.tools.onnx_model_utils import fix_output_shapes, make_input_shape_fixed
 
@@ -80,7 +90,17 @@ def fix_shapes_step(
 
 
 def qnn_preprocess_step(path: str, fuse_layernorm: bool = False, *, out_path: str) -> list[str]:
-    """ONNX Runtime's QNN preprocessing, file to file (in the worker)."""
+    """ONNX Runtime's QNN preprocessing, file to file (in the worker).
+
+    Examples
+    --------
+    >>> import os, tempfile, onnx
+    >>> from explorer import zoo
+    >>> tmp = tempfile.mkdtemp()
+    >>> onnx.save(zoo.build("mlp"), os.path.join(tmp, "in.onnx"))
+    >>> qnn_preprocess_step(os.path.join(tmp, "in.onnx"), out_path=os.path.join(tmp, "o.onnx"))
+    ['qnn_preprocess_model changed nothing']
+    """
     from onnxruntime.quantization.execution_providers.qnn import qnn_preprocess_model
 
     model = onnx.load(path)
@@ -139,6 +159,15 @@ def qnn_qdq_step(
     ------
     ValueError
         For an activation or weight type the QNN configuration does not take.
+
+    Examples
+    --------
+    >>> import os, tempfile, onnx
+    >>> from explorer import zoo
+    >>> tmp = tempfile.mkdtemp()
+    >>> onnx.save(zoo.build("mlp"), os.path.join(tmp, "in.onnx"))
+    >>> qnn_qdq_step(os.path.join(tmp, "in.onnx"), samples=2, out_path=os.path.join(tmp, "o.onnx"))[1]
+    '4 QuantizeLinear and 10 DequantizeLinear nodes'
     """
     from onnxruntime.quantization import QuantType, quantize
     from onnxruntime.quantization.execution_providers.qnn import get_qnn_qdq_config
