@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .op_categories import category_of
@@ -92,6 +92,13 @@ class NodeCost:
 class CostModel:
     """Every op node's cost, in graph order.
 
+    Attributes
+    ----------
+    costs : tuple of NodeCost
+        One per op node.
+    tensor_shapes : mapping
+        Tensor -> its shape with the inputs fixed (what the costs were computed from).
+
     Examples
     --------
     >>> from explorer import load
@@ -101,6 +108,7 @@ class CostModel:
     """
 
     costs: tuple[NodeCost, ...]
+    tensor_shapes: Mapping[str, tuple[int, ...]] = field(default_factory=dict, repr=False)
 
     def get(self, node: str) -> NodeCost | None:
         """The cost of ``node`` (None: not an op of the graph).
@@ -275,4 +283,4 @@ def node_costs(graph: ModelGraph, input_shapes: Mapping[str, Sequence[int]] | No
         category = category_of(data)
         flops = _flops(data["op_type"], category, data, shapes_in, shapes_out)
         costs.append(NodeCost(node, data["op_type"], category, flops, moved))
-    return CostModel(tuple(costs))
+    return CostModel(tuple(costs), concrete)

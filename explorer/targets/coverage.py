@@ -21,10 +21,12 @@ Examples
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..tensors import dtype_bytes
 from .assignment import compare_assignment, real_assignment
 from .partition import Partitioning, partition
 from .registry import TARGET_NAMES, get_target
@@ -165,6 +167,16 @@ def _fraction(cell: Any) -> float:
     return int(ok) / int(total) if int(total) else float("nan")
 
 
+def _tensor_bytes(graph: ModelGraph, shapes: Mapping[str, tuple[int, ...]]) -> dict[str, int]:
+    """Bytes of each tensor the cost model bound to a concrete shape (the benchmark's input sizes)."""
+    out = {}
+    for _, _, tensor, data in graph.nx.edges(keys=True, data=True):
+        size = dtype_bytes(data.get("dtype"))
+        if tensor in shapes and size:
+            out[tensor] = math.prod(shapes[tensor]) * size
+    return out
+
+
 def _flops_share(p: Partitioning, flops: Mapping[str, float | None]) -> float | None:
     total = sum(f for f in flops.values() if f)
     if not total:
@@ -209,10 +221,12 @@ def coverage(
 
     chosen = [get_target(t) if isinstance(t, str) else t for t in (targets or TARGET_NAMES)]
     facts = node_facts(graph)
-    flops = {c.node: c.flops for c in node_costs(graph, input_shapes).costs}
+    costs = node_costs(graph, input_shapes)
+    flops = {c.node: c.flops for c in costs.costs}
+    tensor_bytes = _tensor_bytes(graph, costs.tensor_shapes)
     rows, partitionings = [], {}
     for target in chosen:
-        p = partition(graph, target, facts=facts)
+        p = partition(graph, target, facts=facts, tensor_bytes=tensor_bytes)
         agrees = None
         if with_assignment and target.provider and target.provider in installed_providers():
             providers = [target.provider] + (["CPUExecutionProvider"] if target.fallback else [])

@@ -325,7 +325,9 @@ def _listed(ops: Mapping[str, Mapping[str, Any]], shown: int = 6) -> str:
     return ", ".join(parts) + (", ..." if len(ops) > shown else "")
 
 
-def _transitions(graph: ModelGraph, place: Mapping[str, str]) -> tuple[Transition, ...]:
+def _transitions(
+    graph: ModelGraph, place: Mapping[str, str], tensor_bytes: Mapping[str, int]
+) -> tuple[Transition, ...]:
     seen: set[tuple[str, str]] = set()
     out = []
     for u, v, tensor, data in graph.nx.edges(keys=True, data=True):
@@ -333,7 +335,7 @@ def _transitions(graph: ModelGraph, place: Mapping[str, str]) -> tuple[Transitio
         if src == dst or HOST in (src, dst) or (tensor, dst) in seen:
             continue
         seen.add((tensor, dst))
-        out.append(Transition(tensor, src, dst, data.get("bytes")))
+        out.append(Transition(tensor, src, dst, data.get("bytes") or tensor_bytes.get(tensor)))
     return tuple(out)
 
 
@@ -343,6 +345,7 @@ def partition(
     *,
     support: Mapping[str, NodeSupport] | None = None,
     facts: Mapping[str, NodeFacts] | None = None,
+    tensor_bytes: Mapping[str, int] | None = None,
 ) -> Partitioning:
     """Partition ``graph`` for ``target``: the groups it takes, the fallback nodes, the transitions.
 
@@ -356,6 +359,9 @@ def partition(
         ``target.support(graph)``, when already computed.
     facts : mapping, optional
         :func:`~explorer.targets.support.node_facts` of ``graph``, when already made.
+    tensor_bytes : mapping, optional
+        Tensor -> bytes per inference for tensors whose shape the graph leaves symbolic
+        (:func:`explorer.targets.coverage.coverage` gives them, from the cost model's shapes).
 
     Returns
     -------
@@ -376,7 +382,7 @@ def partition(
     else:
         place = {n: f"partition {i}" for i, group in enumerate(groups, start=1) for n in group}
         place.update({n: target.fallback for n, s in support.items() if not s.supported})
-        transitions = _transitions(graph, place)
+        transitions = _transitions(graph, place, tensor_bytes or {})
     return Partitioning(
         target.name,
         target.device,
