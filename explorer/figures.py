@@ -763,11 +763,14 @@ def _tensor_shapes(graph: ModelGraph, layout: Layout) -> dict[str, Any]:
     return shapes
 
 
-def _edge_label(tensors: Sequence[str], shapes: Mapping[str, Any]) -> str:
+def _edge_label(tensors: Sequence[str], shapes: Mapping[str, Any], marks: Mapping[str, str]) -> str:
     if not tensors:
         return ""
     first = tensors[0]
     text = dims_text(shapes[first]) if first in shapes else ""
+    marked = [marks[t] for t in tensors if t in marks]
+    if marked:
+        text = f"{marked[0]} {text}".strip()
     if len(tensors) > 1:
         text += f" +{len(tensors) - 1}"
     return " " + text
@@ -787,6 +790,7 @@ def graph_figure(
     selected: str | None = None,
     notes: Mapping[str, str] | None = None,
     webgl: bool | None = None,
+    edge_marks: Mapping[str, str] | None = None,
 ) -> go.Figure:
     """Draw a ModelGraph: op boxes by category, smooth edges with arrowheads and shapes, hover details.
 
@@ -822,6 +826,9 @@ def graph_figure(
         Draw edges, arrows and hover markers with WebGL (``scattergl``) rather than SVG;
         by default when more than :data:`SVG_MAX_ITEMS` items are drawn. A widget that
         redraws one figure in place passes the same value every time (trace types stay).
+    edge_marks : mapping, optional
+        Tensor -> a mark written before its shape on its edges (e.g. a partition boundary:
+        ``"⇄ CPU"``), shown with the tensor shapes.
 
     Returns
     -------
@@ -868,7 +875,7 @@ def graph_figure(
         # one label per tensor, just below its source and right of where its edges leave: the edges
         # start straight down and only then bend away, so the label crosses none of them
         first: dict[tuple[str, str], int] = {}
-        texts = [_edge_label(layout.edge_tensors.get(e, ()), shapes) for e in layout.edges]
+        texts = [_edge_label(layout.edge_tensors.get(e, ()), shapes, edge_marks or {}) for e in layout.edges]
         for k, (u, _) in enumerate(layout.edges):
             first.setdefault((u, texts[k]), k)
         chosen = sorted(first.values())

@@ -5,7 +5,8 @@ TVM), a check button and a status line. Below, once checked: a table per target
 (supported and total nodes, coverage by nodes and by FLOPs, partitions, whether ONNX
 Runtime's own placement agrees, the verdict), the op-support heatmap (rows: op types,
 columns: targets), and the graph with one "partition: TARGET" entry per target in its
-colour menu (each partition its own colour, CPU fallback grey). Then the NPU-ready
+colour menu (each partition its own colour, CPU fallback grey, "⇄ DESTINATION" on the edges
+of every tensor copied between devices). Then the NPU-ready
 pipeline: pick a target and the activation type, prepare, and step through it (coverage,
 partitions and the accuracy cost per step); "hide Q/DQ" draws the quantised graph like
 the float one. The work is :mod:`explorer.targets` and :mod:`explorer.target_figures`;
@@ -148,7 +149,7 @@ class CoveragePanel(w.VBox):
         self.results.children = [self.table, self.heatmap]
         first = None
         for name, p in self.report.partitionings.items():
-            self.view.set_overlay(f"partition: {name}", p.overlay(), partition_palette(p))
+            self.view.set_overlay(f"partition: {name}", p.overlay(), partition_palette(p), p.boundary_marks())
             if first is None or (first == "ort-cpu" and p.fallback is not None):
                 first = name
         if first is not None:

@@ -111,6 +111,7 @@ class GraphView(w.VBox):
             self.graph = load_recent(graph, while_inferring=warm_plotly)
         self.overlays: dict[str, Mapping[str, Any]] = dict(overlays or {})
         self.palettes: dict[str, Mapping[str, str]] = dict(palettes or {})
+        self.edge_marks: dict[str, Mapping[str, str]] = {}
         self.selected: str | None = None
         self.height = height
         self._stack: list[tuple[ModelGraph, Layout, str]] = []
@@ -191,6 +192,7 @@ class GraphView(w.VBox):
             palette=palette,
             height=self.height,
             selected=self.selected,
+            edge_marks=self.edge_marks.get(color_by),
         )
 
     def refresh(self, keep_view: bool = True) -> None:
@@ -398,9 +400,14 @@ class GraphView(w.VBox):
         show_text_for_view(self.figure, self.figure.layout.xaxis.range, self.figure.layout.yaxis.range)
 
     def set_overlay(
-        self, name: str, values: Mapping[str, Any], palette: Mapping[str, str] | None = None
+        self,
+        name: str,
+        values: Mapping[str, Any],
+        palette: Mapping[str, str] | None = None,
+        edge_marks: Mapping[str, str] | None = None,
     ) -> None:
-        """Add (or replace) an overlay in the colour menu and show it.
+        """Add (or replace) an overlay in the colour menu and show it (``edge_marks``: tensor -> a
+        mark on its edges while the overlay is shown, e.g. partition boundaries).
 
         Examples
         --------
@@ -411,6 +418,8 @@ class GraphView(w.VBox):
         self.overlays[name] = dict(values)
         if palette is not None:
             self.palettes[name] = dict(palette)
+        if edge_marks is not None:
+            self.edge_marks[name] = dict(edge_marks)
         options = [*COLOR_BY, *self.overlays]
         if list(self.color_menu.options) != options:
             self.color_menu.options = options

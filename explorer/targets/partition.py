@@ -214,6 +214,21 @@ class Partitioning:
         where = {n: f"partition {i}" for i, group in enumerate(self.groups, start=1) for n in group}
         return {n: where.get(n, self.fallback or "unsupported") for n in self.support}
 
+    def boundary_marks(self) -> dict[str, str]:
+        """Tensor -> ``"⇄ DESTINATION"`` for each tensor copied between devices: marks for the graph's edges.
+
+        Examples
+        --------
+        >>> from explorer import load
+        >>> from explorer.targets import get_target
+        >>> partition(load("zoo:mlp"), get_target("ort-cpu")).boundary_marks()
+        {}
+        """
+        marks: dict[str, list[str]] = {}
+        for t in self.transitions:
+            marks.setdefault(t.tensor, []).append(t.destination)
+        return {tensor: "⇄ " + ", ".join(dests) for tensor, dests in marks.items()}
+
     def fallback_ops(self) -> dict[str, dict[str, Any]]:
         """Op -> ``{"count", "reasons"}`` of the nodes that fall back, most frequent first.
 

@@ -18,6 +18,8 @@ def test_check_colours_the_graph_by_partition_with_the_fallback_grey() -> None:
     assert palette["CPU"] == FALLBACK_COLOR and len({palette[f"partition {i}"] for i in (1, 2)}) == 2
     assert "19 partitions" in panel.table.value and "yes" in panel.table.value  # ORT CPU agrees
     assert panel.heatmap.data[0].type == "heatmap"
+    marks = panel.view.edge_marks["partition: coreml-mlprogram"]  # boundaries marked on the edges
+    assert marks and all(m.startswith("⇄ ") for m in marks.values())
     assert report.get("ort-cpu").coverage == 1.0
 
 

@@ -31,3 +31,20 @@ def test_without_a_fallback_an_unsupported_node_stops_the_session() -> None:
     p = partition(load(unknown_op()), get_target("ort-cpu"))
     assert p.fallback is None and p.transitions == ()
     assert p.verdict.startswith("the session cannot be created") and "my.ops::Frobnicate" in p.verdict
+
+
+def test_boundary_marks_reach_the_edge_labels_of_the_figure() -> None:
+    from explorer.figures import EDGE_LABELS, graph_figure
+    from explorer.layout import layered
+
+    from .models import chain
+
+    graph = load(chain("Erf"))
+    p = partition(graph, get_target("nnapi"))
+    marks = p.boundary_marks()
+    assert marks == {"a": "⇄ CPU", "b": "⇄ partition 2"}
+    fig = graph_figure(graph, layered(graph), p.overlay(), edge_marks=marks)
+    texts = list(
+        fig.data[EDGE_LABELS].meta["text"] if fig.data[EDGE_LABELS].meta else fig.data[EDGE_LABELS].text
+    )
+    assert any("⇄ CPU" in t for t in texts) and any("⇄ partition 2" in t for t in texts)
