@@ -9,9 +9,10 @@ Runtime for real.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import onnx
@@ -19,6 +20,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from explorer import load
+from explorer.cli import main
 from explorer.errors import ModelLoadError
 from explorer.load import fix_input_shapes
 from explorer.passes.native_steps import _fixed_shapes
@@ -33,9 +35,12 @@ QUIRK_NAMES = sorted(qm.QUIRKS)
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "explorer.cli", *args], capture_output=True, text=True, timeout=300
-    )
+    """``onnx-explorer ARGS`` run in this process (its own process start is tested in test_cli and the
+    README tests; here it would cost a Python start and a worker per call, 16 of them)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(args))
+    return subprocess.CompletedProcess(["onnx-explorer", *args], code, out.getvalue(), err.getvalue())
 
 
 def real_inputs(model: onnx.ModelProto) -> list[str]:

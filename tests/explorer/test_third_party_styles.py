@@ -15,9 +15,9 @@ for stable, unique node ids, dtypes on shaped edges and per-style name scopes.
 from __future__ import annotations
 
 import ast
+import contextlib
+import io
 import json
-import subprocess
-import sys
 import warnings
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -32,6 +32,7 @@ from onnx import AttributeProto, helper, numpy_helper
 
 import explorer
 from explorer import zoo
+from explorer.cli import main
 from tests.explorer import third_party_models as tpm
 
 # --------------------------------------------------------------------------------------
@@ -138,17 +139,14 @@ def assert_info(info: dict[str, Any], model: onnx.ModelProto) -> None:
 
 
 def run_info(source: str | Path) -> dict[str, Any]:
-    """``onnx-explorer info SOURCE --json`` in a subprocess, parsed."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "explorer.cli", "info", str(source), "--json"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
-    lines = proc.stdout.strip().splitlines()
-    assert len(lines) == 1, proc.stdout[:2000]
+    """``onnx-explorer info SOURCE --json``, parsed (run in this process: the command's own process
+    start is tested in test_cli; here a Python start and a worker per model would cost minutes)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["info", str(source), "--json"])
+    assert code == 0, err.getvalue()
+    lines = out.getvalue().strip().splitlines()
+    assert len(lines) == 1, out.getvalue()[:2000]
     return json.loads(lines[0])
 
 
