@@ -25,6 +25,8 @@ from .. import native, worker
 from ..model_files import worker_source
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from ..graph import ModelGraph
     from .partition import Partitioning
 
@@ -54,6 +56,20 @@ class Assignment:
     subgraphs: int = 0
     requested: tuple[str, ...] = ()
     error: str | None = None
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per node: the execution provider ONNX Runtime gave it.
+
+        Examples
+        --------
+        >>> from explorer import load
+        >>> real_assignment(load("zoo:mlp")).to_frame().loc["/fc1/Gemm", "provider"]
+        'CPUExecutionProvider'
+        """
+        import pandas as pd
+
+        rows = [{"node": node, "provider": provider} for node, provider in self.providers.items()]
+        return pd.DataFrame(rows, columns=["node", "provider"]).set_index("node")
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data."""

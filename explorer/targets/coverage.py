@@ -78,6 +78,24 @@ class TargetCoverage:
     source: str
     agrees_with_runtime: bool | None = None
 
+    def to_frame(self) -> pd.DataFrame:
+        """The ops that fall back: one row per op with its count and reasons.
+
+        Examples
+        --------
+        >>> from explorer import load
+        >>> frame = coverage(load("zoo:resnet18"), ["coreml-mlprogram"]).get("coreml-mlprogram").to_frame()
+        >>> int(frame.loc["BatchNormalization", "count"])
+        20
+        """
+        import pandas as pd
+
+        rows = [
+            {"op": op, "count": entry["count"], "reasons": "; ".join(entry["reasons"])}
+            for op, entry in self.fallback_ops.items()
+        ]
+        return pd.DataFrame(rows, columns=["op", "count", "reasons"]).set_index("op")
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON of ``onnx-explorer coverage``: target, counts, coverage, partitions, fallback ops."""
         return {
