@@ -524,7 +524,7 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 def _coverage(args: argparse.Namespace) -> int:
-    from .targets import TARGET_NAMES, coverage, get_target, list_targets
+    from .targets import coverage, get_target, list_targets
 
     if args.list_targets:
         targets = list_targets()
@@ -537,17 +537,13 @@ def _coverage(args: argparse.Namespace) -> int:
         return 0
     if not args.model:
         raise ExplorerError("coverage needs a MODEL (or --list-targets)")
-    for name in args.target:
-        if name not in TARGET_NAMES:
-            raise ExplorerError(f"no target {name!r}; targets: {', '.join(TARGET_NAMES)}")
+    try:
+        targets = [get_target(n) for n in args.target]  # before loading: a typo fails at once
+    except KeyError as err:
+        raise ExplorerError(err.args[0]) from None
     shapes = dict(args.input_shape) or None
     graph = load(args.model, input_shapes=shapes)
-    report = coverage(
-        graph,
-        [get_target(n) for n in args.target] or None,
-        input_shapes=shapes,
-        with_assignment=args.assignment,
-    )
+    report = coverage(graph, targets or None, input_shapes=shapes, with_assignment=args.assignment)
     if args.json:
         print(json.dumps(report.to_dict()))
         return 0
@@ -569,12 +565,12 @@ def _coverage(args: argparse.Namespace) -> int:
 
 
 def _prepare(args: argparse.Namespace) -> int:
-    from .targets.prepare import PREPARE_PIPELINES, prepare_for_target
+    from .targets.prepare import prepare_for_target, prepare_pipeline
 
-    if args.target not in PREPARE_PIPELINES:
-        raise ExplorerError(
-            f"no NPU-ready pipeline for {args.target!r}; targets: {', '.join(PREPARE_PIPELINES)}"
-        )
+    try:
+        prepare_pipeline(args.target, {})  # before loading: a target without a pipeline fails at once
+    except KeyError as err:
+        raise ExplorerError(err.args[0]) from None
 
     def progress(step: int, total: int, name: str) -> None:
         if not args.json:

@@ -45,6 +45,7 @@ __all__ = [
     "ALLOC_TENSOR",
     "pipeline_passes",
     "relax_pass",
+    "importer_ops",
 ]
 
 IMPORTER = "TVM's Relax ONNX importer (tvm.relax.frontend.onnx.from_onnx)"
@@ -101,6 +102,21 @@ def import_relax(path: str, input_shapes: Mapping[str, Sequence[int]] | None = N
     }
 
 
+def importer_ops() -> frozenset[str]:
+    """The ONNX op types TVM's importer converts: its converter table and the ops it handles
+    outside the table (call it where TVM is imported: the worker).
+
+    Examples
+    --------
+    >>> from explorer import worker
+    >>> {"Conv", "If"} <= worker.run(importer_ops)
+    True
+    """
+    from tvm.relax.frontend.onnx import onnx_frontend
+
+    return frozenset(onnx_frontend._get_convert_map()) | _HANDLED_OUTSIDE_THE_MAP
+
+
 def _import_module(path: str, input_shapes: Mapping[str, Sequence[int]] | None) -> dict[str, Any]:
     """Run the importer: ``{"ok": True, "module", "model", "importer", "elapsed"}`` (for this
     process only: a module does not cross the pipe), or the failure :func:`import_relax` returns."""
@@ -109,7 +125,7 @@ def _import_module(path: str, input_shapes: Mapping[str, Sequence[int]] | None) 
     from tvm.relax.frontend.onnx import from_onnx, onnx_frontend
 
     model = onnx.load(path)
-    convert_map = onnx_frontend._get_convert_map()
+    converted = importer_ops()
     missing = [
         {
             "node": node.name,
@@ -117,7 +133,7 @@ def _import_module(path: str, input_shapes: Mapping[str, Sequence[int]] | None) 
             "reason": f"{_qualified(node)} is not an operator {IMPORTER} converts (TVM {tvm.__version__})",
         }
         for node in model.graph.node
-        if node.op_type not in convert_map and node.op_type not in _HANDLED_OUTSIDE_THE_MAP
+        if node.op_type not in converted
     ]
     if missing:
         ops = sorted({f["op_type"] for f in missing})

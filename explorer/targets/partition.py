@@ -22,7 +22,7 @@ Examples
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -194,13 +194,6 @@ class Partitioning:
         """Bytes copied between devices per inference (tensors of known size only)."""
         return sum(t.bytes or 0 for t in self.transitions)
 
-    def placement(self, node: str) -> str:
-        """``"partition K"`` (from 1), the fallback device, or ``"unsupported"`` when there is none."""
-        for i, group in enumerate(self.groups, start=1):
-            if node in group:
-                return f"partition {i}"
-        return self.fallback or "unsupported"
-
     def overlay(self) -> dict[str, str]:
         """Node id -> placement: a categorical overlay for the graph figure.
 
@@ -211,8 +204,7 @@ class Partitioning:
         >>> set(partition(load("zoo:mlp"), get_target("ort-cpu")).overlay().values())
         {'partition 1'}
         """
-        where = {n: f"partition {i}" for i, group in enumerate(self.groups, start=1) for n in group}
-        return {n: where.get(n, self.fallback or "unsupported") for n in self.support}
+        return _placements(self.groups, self.support, self.fallback)
 
     def boundary_marks(self) -> dict[str, str]:
         """Tensor -> ``"⇄ DESTINATION"`` for each tensor copied between devices: marks for the graph's edges.
@@ -330,6 +322,14 @@ class Partitioning:
         }
 
 
+def _placements(
+    groups: Sequence[Sequence[str]], nodes: Iterable[str], fallback: str | None
+) -> dict[str, str]:
+    """Node -> ``"partition K"`` (from 1) for grouped nodes, else the fallback (``"unsupported"`` if none)."""
+    where = {n: f"partition {i}" for i, group in enumerate(groups, start=1) for n in group}
+    return {n: where.get(n, fallback or "unsupported") for n in nodes}
+
+
 def _listed(ops: Mapping[str, Mapping[str, Any]], shown: int = 6) -> str:
     """``"Resize x2 (attribute value), NonZero (op missing), ..."``: ops with their reason kinds."""
     parts = []
@@ -395,9 +395,7 @@ def partition(
     if target.fallback is None:
         transitions: tuple[Transition, ...] = ()
     else:
-        place = {n: f"partition {i}" for i, group in enumerate(groups, start=1) for n in group}
-        place.update({n: target.fallback for n, s in support.items() if not s.supported})
-        transitions = _transitions(graph, place, tensor_bytes or {})
+        transitions = _transitions(graph, _placements(groups, support, target.fallback), tensor_bytes or {})
     return Partitioning(
         target.name,
         target.device,

@@ -226,12 +226,13 @@ def prepare_for_target(
     >>> p.steps[0].coverage, p.steps[-1].coverage, p.graph.op_counts["QuantizeLinear"] > 0
     (0.0, 1.0, True)
     """
+    from ..graph import ModelGraph
     from ..load import load
     from ..runtimes.inputs import concrete_input_shapes
     from ..timeline import run_pipeline
     from ..verification import OutputCheck
 
-    graph = source if hasattr(source, "nx") else load(source)
+    graph = source if isinstance(source, ModelGraph) else load(source)
     if graph.model is None:
         raise ValueError("prepare_for_target needs a top-level ONNX graph (one with a ModelProto)")
     chosen = get_target(target)

@@ -55,18 +55,17 @@ def static_shape_reasons(facts: NodeFacts) -> list[Reason]:
     >>> static_shape_reasons(NodeFacts("n", "Relu", "", 17, 14, (y,), (), {}))[0].text
     'y has no known shape'
     """
-    reasons = []
-    for tensor in facts.tensors():
-        if tensor.static:
-            continue
-        if tensor.shape is None:
-            reasons.append(Reason(DYNAMIC_SHAPE, f"{tensor.name} has no known shape"))
-        else:
-            reasons.append(Reason(DYNAMIC_SHAPE, f"{tensor.name} is {list(tensor.shape)}"))
-    if len(reasons) > 2:
-        names = ", ".join(r.text.split(" ")[0] for r in reasons)
-        return [Reason(DYNAMIC_SHAPE, f"{len(reasons)} tensors without fixed shapes ({names})")]
-    return reasons
+    dynamic = [t for t in facts.tensors() if not t.static]
+    if len(dynamic) > 2:
+        names = ", ".join(t.name for t in dynamic)
+        return [Reason(DYNAMIC_SHAPE, f"{len(dynamic)} tensors without fixed shapes ({names})")]
+    return [
+        Reason(
+            DYNAMIC_SHAPE,
+            f"{t.name} has no known shape" if t.shape is None else f"{t.name} is {list(t.shape)}",
+        )
+        for t in dynamic
+    ]
 
 
 def constant_input_reasons(facts: NodeFacts, positions: Iterable[int], names: Any = None) -> list[Reason]:

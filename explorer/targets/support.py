@@ -307,11 +307,8 @@ def _attribute_defaults(schema: Any) -> dict[str, Any]:
 def _tensor_fact(name: str, graph: ModelGraph, weights: Mapping[str, Any], edges: Mapping) -> Any:
     if not name:
         return None
-    if name in weights:
-        w = weights[name]
-        return TensorFact(name, w.dtype, tuple(w.shape) if w.shape is not None else None, True)
-    if name in graph.weights:
-        w = graph.weights[name]
+    w = weights.get(name) or graph.weights.get(name)
+    if w is not None:
         return TensorFact(name, w.dtype, tuple(w.shape) if w.shape is not None else None, True)
     data = edges.get(name)
     if data is None:

@@ -26,12 +26,14 @@ Examples
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .. import worker
+from ..lower.relax_steps import importer_ops
 from ..model_files import worker_source
 from ..onnx_protos import constant_tensor
 from .support import CONSTANT_INPUT, IMPORT_FAILED, OP_MISSING, NodeFacts, Reason
@@ -93,6 +95,19 @@ def _small_constant(graph: ModelGraph, name: str) -> TensorProto | None:
         return None
 
 
+def _value_info(name: str, dtype: str | None, shape: Any, unknown_dtype: bool = False) -> Any:
+    """A typed graph input / output: symbolic dims by name; an unknown dtype is float (inputs) or
+    left undefined (outputs, which the importer infers)."""
+    from onnx import TensorProto, helper
+
+    from ..tensors import dtype_from_name
+
+    unknown = TensorProto.UNDEFINED if unknown_dtype else TensorProto.FLOAT
+    elem = dtype_from_name(dtype) if dtype else unknown
+    dims = None if shape is None else [d if isinstance(d, int) and d >= 0 else str(d) for d in shape]
+    return helper.make_tensor_value_info(name, elem, dims)
+
+
 def single_node_model(graph: ModelGraph, facts: NodeFacts, node: NodeProto) -> ModelProto:
     """``node`` alone in a model: its inputs typed as in ``graph``, small constants with their values.
 
@@ -106,9 +121,7 @@ def single_node_model(graph: ModelGraph, facts: NodeFacts, node: NodeProto) -> M
     >>> [i.name for i in m.graph.input], len(m.graph.initializer)
     (['input', 'conv1.weight'], 0)
     """
-    from onnx import TensorProto, helper
-
-    from ..tensors import dtype_from_name
+    from onnx import helper
 
     inputs, initializers = [], []
     for tensor in facts.inputs:
@@ -117,29 +130,14 @@ def single_node_model(graph: ModelGraph, facts: NodeFacts, node: NodeProto) -> M
         value = _small_constant(graph, tensor.name) if tensor.constant else None
         if value is not None:
             initializers.append(value)
-            continue
-        elem = dtype_from_name(tensor.dtype) if tensor.dtype else TensorProto.FLOAT
-        shape = (
-            None
-            if tensor.shape is None
-            else [d if isinstance(d, int) and d >= 0 else str(d) for d in tensor.shape]
-        )
-        inputs.append(helper.make_tensor_value_info(tensor.name, elem, shape))
+        else:
+            inputs.append(_value_info(tensor.name, tensor.dtype, tensor.shape))
     names = {i.name for i in inputs} | {t.name for t in initializers}
     for _, _, name, data in graph.nx.in_edges(facts.node, keys=True, data=True):
         if data.get("implicit") and name not in names:  # read by a subgraph of the node
-            shape = data.get("shape")
-            dims = None if shape is None else [d if isinstance(d, int) and d >= 0 else str(d) for d in shape]
-            elem = dtype_from_name(data["dtype"]) if data.get("dtype") else TensorProto.FLOAT
-            inputs.append(helper.make_tensor_value_info(name, elem, dims))
+            inputs.append(_value_info(name, data.get("dtype"), data.get("shape")))
             names.add(name)
-    outputs = [
-        helper.make_tensor_value_info(
-            t.name, dtype_from_name(t.dtype) if t.dtype else TensorProto.UNDEFINED, None
-        )
-        for t in facts.outputs
-        if t is not None
-    ]
+    outputs = [_value_info(t.name, t.dtype, None, unknown_dtype=True) for t in facts.outputs if t is not None]
     one = helper.make_graph([node], "one_node", inputs, outputs, initializer=initializers)
     opsets = [o for o in graph.model.opset_import] if graph.model is not None else []
     model = helper.make_model(one, opset_imports=opsets)
@@ -166,18 +164,11 @@ def import_each(models: list[bytes]) -> list[str | None]:
     [None]
     """
     import onnx
-    from tvm.relax.frontend.onnx import from_onnx
 
     out: list[str | None] = []
     for i, blob in enumerate(models):
         worker.report(i / max(len(models), 1), f"importing node {i + 1} of {len(models)}")
-        try:
-            with contextlib.redirect_stdout(io.StringIO()):  # the importer prints its own errors
-                from_onnx(onnx.load_from_string(blob), keep_params_in_input=False)
-            out.append(None)
-        except Exception as exc:
-            first = (str(exc).strip().splitlines() or [""])[0]
-            out.append(f"{type(exc).__name__}: {first[:300]}")
+        out.append(_import_error(lambda b=blob: onnx.load_from_string(b)))
     return out
 
 
@@ -191,12 +182,18 @@ def import_whole(path: str) -> str | None:
     True
     """
     import onnx
-    from tvm.relax.frontend.onnx import from_onnx
 
     worker.report(0.0, "importing the whole model")
+    return _import_error(lambda: onnx.load(path))
+
+
+def _import_error(read_model: Any) -> str | None:
+    """Import the model ``read_model()`` gives with TVM's importer: None, or ``"ErrorType: first line"``."""
+    from tvm.relax.frontend.onnx import from_onnx
+
     try:
         with contextlib.redirect_stdout(io.StringIO()):  # the importer prints its own errors
-            from_onnx(onnx.load(path), keep_params_in_input=False)
+            from_onnx(read_model(), keep_params_in_input=False)
     except Exception as exc:
         first = (str(exc).strip().splitlines() or [""])[0]
         return f"{type(exc).__name__}: {first[:300]}"
@@ -222,17 +219,17 @@ def _failure_reasons(facts: NodeFacts, error: str) -> list[Reason]:
     return [Reason(IMPORT_FAILED, error)]
 
 
+@functools.cache
 def _converted_ops() -> frozenset[str] | None:
-    """The op types the importer's converter table has (in the worker), None without TVM."""
-    return worker.run(_convert_map_keys, step="TVM importer's converter table")
+    """The op types the importer converts (asked once per process, in the worker), None without TVM."""
+    return worker.run(_importer_ops_if_installed, step="TVM importer's converter table")
 
 
-def _convert_map_keys() -> frozenset[str] | None:
+def _importer_ops_if_installed() -> frozenset[str] | None:
     try:
-        from tvm.relax.frontend.onnx import onnx_frontend
+        return importer_ops()
     except ImportError:
         return None
-    return frozenset(onnx_frontend._get_convert_map()) | {"If", "Constant"}
 
 
 def tvm_reasons(graph: ModelGraph, facts: Mapping[str, NodeFacts] | None = None) -> dict[str, list[Reason]]:
@@ -268,11 +265,10 @@ def tvm_reasons(graph: ModelGraph, facts: Mapping[str, NodeFacts] | None = None)
         if whole is None:
             return {node: [] for node in facts}
     protos = {node: graph.model.graph.node[graph.nx.nodes[node]["index"]] for node in facts}
-    local_functions = {(f.domain, f.name) for f in graph.model.functions}
     out: dict[str, list[Reason]] = {}
     distinct: dict[str, list[str]] = {}
     for node, f in facts.items():
-        if (f.domain, f.op) in local_functions or (known is not None and f.op not in known):
+        if f.function_body is not None or (known is not None and f.op not in known):
             out[node] = [Reason(OP_MISSING, f"TVM's ONNX importer has no converter for {f.qualified_op}")]
             continue
         distinct.setdefault(node_signature(f), []).append(node)
