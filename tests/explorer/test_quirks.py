@@ -3,16 +3,13 @@
 One model per quirk (:mod:`tests.explorer.quirk_models`): paddle2onnx's ``dim_value: -1``,
 weights listed among the graph inputs (IR < 4), unnamed dims, opsets 7-10, node names
 repeated across subgraphs, and ``value_info`` that contradicts inference. Expectations
-come from the ``ModelProto`` itself; the CLI runs as a real subprocess, onnxsim and ONNX
-Runtime for real.
+come from the ``ModelProto`` itself; the CLI's ``main`` runs in this process (its process
+start is tested in test_cli), onnxsim and ONNX Runtime for real.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
-import subprocess
 from pathlib import Path
 
 import onnx
@@ -20,7 +17,6 @@ import pytest
 from onnx import TensorProto, helper
 
 from explorer import load
-from explorer.cli import main
 from explorer.errors import ModelLoadError
 from explorer.load import fix_input_shapes
 from explorer.passes.native_steps import _fixed_shapes
@@ -30,17 +26,12 @@ from explorer.tensors import format_shape, shape_from_type
 from explorer.timeline import run_pipeline
 from tests.explorer import quirk_models as qm
 from tests.explorer.bad_models import gathernd_negative_dim
+from tests.explorer.in_process import run_cli
 
 QUIRK_NAMES = sorted(qm.QUIRKS)
 
 
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    """``onnx-explorer ARGS`` run in this process (its own process start is tested in test_cli and the
-    README tests; here it would cost a Python start and a worker per call, 16 of them)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(list(args))
-    return subprocess.CompletedProcess(["onnx-explorer", *args], code, out.getvalue(), err.getvalue())
+cli = run_cli  # in this process: a Python start and a worker per call would cost 16 of each
 
 
 def real_inputs(model: onnx.ModelProto) -> list[str]:

@@ -8,15 +8,14 @@ inputs and outputs, opsets, parameters, subgraphs) are right too.
 
 Every expectation here is computed independently from the ``ModelProto`` (with
 numpy for the parameter counts), never with the library's own helpers. The
-CLI runs as a real subprocess; the Python API is checked on the same models
-for stable, unique node ids, dtypes on shaped edges and per-style name scopes.
+CLI's ``main`` runs in this process (its process start is tested in test_cli); the
+Python API is checked on the same models for stable, unique node ids, dtypes on
+shaped edges and per-style name scopes.
 """
 
 from __future__ import annotations
 
 import ast
-import contextlib
-import io
 import json
 import warnings
 from collections import Counter
@@ -32,8 +31,8 @@ from onnx import AttributeProto, helper, numpy_helper
 
 import explorer
 from explorer import zoo
-from explorer.cli import main
 from tests.explorer import third_party_models as tpm
+from tests.explorer.in_process import run_cli
 
 # --------------------------------------------------------------------------------------
 # Independent expectations from the ModelProto
@@ -141,12 +140,10 @@ def assert_info(info: dict[str, Any], model: onnx.ModelProto) -> None:
 def run_info(source: str | Path) -> dict[str, Any]:
     """``onnx-explorer info SOURCE --json``, parsed (run in this process: the command's own process
     start is tested in test_cli; here a Python start and a worker per model would cost minutes)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(["info", str(source), "--json"])
-    assert code == 0, err.getvalue()
-    lines = out.getvalue().strip().splitlines()
-    assert len(lines) == 1, out.getvalue()[:2000]
+    done = run_cli("info", str(source), "--json")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().splitlines()
+    assert len(lines) == 1, done.stdout[:2000]
     return json.loads(lines[0])
 
 
