@@ -255,8 +255,12 @@ def measure_lab(
     timeout_s: float,
     tree: Path | None = None,
     label: str | None = None,
+    settle: float = 0.0,
 ) -> list[Timing]:
     """One fresh kernel: the cell run once, then ``again`` more times in the same kernel.
+
+    ``settle`` is how long the notebook stays open, its kernel idle, before the first run (a
+    user reading it); 0 runs it as soon as the kernel is idle.
 
     With ``tree``, the cell first puts that source tree at the front of ``sys.path`` (worker
     children inherit it), so another checkout (a baseline) runs in the same server and browser;
@@ -273,6 +277,7 @@ def measure_lab(
     timings = []
     with _context(browser) as page:
         open_notebook(page, lab, notebook, timeout_ms=timeout_s * 1000)
+        page.wait_for_timeout(settle * 1000)
         for index in range(1 + again):
             timing = run_cell_until_drawn(page, model, "again" if index else "fresh", timeout_s)
             _log(f"  {model} {timing.what}: {_fmt(timing.drawn)} (exec {_fmt(timing.exec)})")
@@ -395,6 +400,11 @@ def netron_open(browser: Any, netron: Path, model: str, path: Path, timeout_s: f
         process.wait(10)
 
 
+def _settled(settle: float) -> str:
+    """How a row names the time its notebook stayed open before the fresh run ("" for none)."""
+    return f", opened {settle:g} s before" if settle else ""
+
+
 def _fmt(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds:.2f} s"
 
@@ -486,6 +496,18 @@ def main(argv: list[str] | None = None) -> int:
         "--compare", type=Path, help="another source tree (e.g. `git archive` of a base commit) to time too"
     )
     parser.add_argument("--compare-label", default="baseline", help="how its rows are named")
+    parser.add_argument(
+        "--settle",
+        type=float,
+        nargs="+",
+        default=[0.0],
+        help="seconds the notebook stays open (kernel idle) before the fresh run; several: each, in turn",
+    )
+    parser.add_argument(
+        "--without-kernel-warm",
+        action="store_true",
+        help="also time kernels without widgets.kernel_warm (a second JupyterLab, EXPLORER_NO_KERNEL_WARM=1)",
+    )
     parser.add_argument("--json", type=Path, help="write every timing and the table here")
     args = parser.parse_args(argv)
     if not CHROMIUM.exists():
@@ -501,8 +523,15 @@ def main(argv: list[str] | None = None) -> int:
     timings: list[Timing] = []
     breakdowns: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="oge-lab-") as tmp:
-        lab = start_lab(Path(tmp) / "notebooks", Path(tmp) / "state", timeout=120)
+        labs = {"": start_lab(Path(tmp) / "notebooks", Path(tmp) / "state", timeout=120)}
         try:
+            if args.without_kernel_warm:
+                labs[" (no kernel warm-up)"] = start_lab(
+                    Path(tmp) / "notebooks-cold",
+                    Path(tmp) / "state-cold",
+                    timeout=120,
+                    env={"EXPLORER_NO_KERNEL_WARM": "1"},
+                )
             with sync_playwright() as playwright:
                 browser = playwright.chromium.launch(
                     executable_path=str(CHROMIUM), args=list(CHROMIUM_ARGS), headless=True
@@ -511,13 +540,22 @@ def main(argv: list[str] | None = None) -> int:
                     for model in args.models:
                         for run in range(args.repeat):
                             _log(f"{model}: fresh kernel {run + 1} of {args.repeat}")
-                            timings += measure_lab(
-                                browser, lab, model, paths[model], args.again, args.timeout
-                            )
+                            for suffix, lab in labs.items():
+                                for settle in args.settle:
+                                    timings += measure_lab(
+                                        browser,
+                                        lab,
+                                        model,
+                                        paths[model],
+                                        args.again,
+                                        args.timeout,
+                                        label=f"{model}{suffix}{_settled(settle)}",
+                                        settle=settle,
+                                    )
                             if args.compare is not None:
                                 timings += measure_lab(
                                     browser,
-                                    lab,
+                                    labs[""],
                                     model,
                                     paths[model],
                                     args.again,
@@ -532,18 +570,23 @@ def main(argv: list[str] | None = None) -> int:
                         if args.breakdown:
                             _log(f"{model}: breakdown in a fresh kernel")
                             breakdowns[model] = measure_breakdown(
-                                browser, lab, model, paths[model], args.timeout
+                                browser, labs[""], model, paths[model], args.timeout
                             )
                 finally:
                     browser.close()
         finally:
-            stop_lab(lab)
-    names = [
-        n for m in args.models for n in (m, f"{m} ({args.compare_label})" if args.compare else None) if n
+            for lab in labs.values():
+                stop_lab(lab)
+    variants = [
+        f"{suffix}{_settled(settle)}"
+        for suffix in ([""] + ([" (no kernel warm-up)"] if args.without_kernel_warm else []))
+        for settle in args.settle
     ]
-    for timing in [t for t in timings if t.what == "netron"]:  # Netron's time is the same for both trees
-        if args.compare is not None:
-            timings.append(dataclasses.replace(timing, model=f"{timing.model} ({args.compare_label})"))
+    if args.compare:
+        variants.append(f" ({args.compare_label})")
+    for timing in [t for t in timings if t.what == "netron"]:  # the same Netron time for every variant
+        timings += [dataclasses.replace(timing, model=timing.model + v) for v in variants if v]
+    names = [m + v for m in args.models for v in variants]
     rows = summarize(timings, names)
     print_table(rows)
     for model, laps in breakdowns.items():

@@ -1,7 +1,10 @@
 """Notebook widgets of onnx-graph-explorer (the only package that imports ipywidgets).
 
-Importing it starts, in the background, the warm worker and plotly's widget imports
-(:func:`widgets.warm.warm_up`), so the first GraphView of a kernel waits less.
+The widget classes import on first use (``from widgets import GraphView``), and the first
+of them starts, before importing anything else, the warm worker in the background
+(:func:`widgets.warm.warm_up`), so the first GraphView of a kernel waits less. A bare
+``import widgets`` (as the kernel extension :mod:`widgets.kernel_warm` does at start-up)
+imports and starts nothing.
 
 Examples
 --------
@@ -12,14 +15,31 @@ Examples
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 from .warm import warm_up
 
-warm_up()  # first: the worker starts on the other core while the rest of the widgets import
-
-from .bench_panel import BenchPanel  # noqa: E402
-from .coverage_panel import CoveragePanel  # noqa: E402
-from .graph_view import GraphView  # noqa: E402
-from .stepper import PassStepper  # noqa: E402
-from .timeline_stepper import TimelineStepper  # noqa: E402
-
 __all__ = ["GraphView", "PassStepper", "TimelineStepper", "BenchPanel", "CoveragePanel", "warm_up"]
+
+#: Public name -> the module that defines it (imported on first use).
+_WIDGETS = {
+    "BenchPanel": "bench_panel",
+    "CoveragePanel": "coverage_panel",
+    "GraphView": "graph_view",
+    "PassStepper": "stepper",
+    "TimelineStepper": "timeline_stepper",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WIDGETS:
+        raise AttributeError(f"module 'widgets' has no attribute {name!r}")
+    warm_up()  # first: the worker starts on the other core while the widgets import
+    value = getattr(importlib.import_module(f".{_WIDGETS[name]}", __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -84,6 +84,15 @@ class _PlotlyBundle(anywidget.AnyWidget):
     code = traitlets.Bytes().tag(sync=True)
     key = traitlets.Unicode().tag(sync=True)
 
+    def open(self) -> None:
+        super().open()
+        self.closed_by_page = False
+        if self.comm is not None:  # the page may refuse it (sent before its widget manager was ready)
+            self.comm.on_close(self._closed_by_page)
+
+    def _closed_by_page(self, _message: object) -> None:
+        self.closed_by_page = True
+
 
 def bundle_widget() -> w.Widget:
     """The kernel's one widget that carries plotly's bundle to the browser (made on first use).
@@ -100,7 +109,7 @@ def bundle_widget() -> w.Widget:
     """
     global _BUNDLE
     with _LOCK:
-        if _BUNDLE is None or _BUNDLE.comm is None:  # closed (Widget.close_all) -> make a new one
+        if _BUNDLE is None or _BUNDLE.comm is None or _BUNDLE.closed_by_page:  # closed: make a new one
             code = _BUNDLE_PATH.read_bytes()
             key = f"plotly-{plotly.__version__}-{hashlib.sha1(code).hexdigest()[:12]}"
             _BUNDLE = _PlotlyBundle(code=zlib.compress(code, 1), key=key)

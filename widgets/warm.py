@@ -1,6 +1,7 @@
 """Make the first GraphView of a kernel wait less: a warm worker started early, nbformat deferred.
 
-``import widgets`` calls :func:`warm_up`, which returns at once after:
+The first widget class taken from ``widgets`` (``from widgets import GraphView``) calls
+:func:`warm_up`, which returns at once after:
 
 - starting the warm worker in the background (:func:`explorer.worker.prestart`): the child
   process starts and imports onnx on the other core while the notebook goes on, so
@@ -42,6 +43,7 @@ __all__ = ["DEFERRED_IMPORTS", "defer_import", "warm_plotly", "warm_up"]
 #: Modules that plotly imports eagerly but the widgets never use (see the module docstring).
 DEFERRED_IMPORTS: tuple[str, ...] = ("nbformat",)
 _LOCK = threading.Lock()
+_PLOTLY_LOCK = threading.Lock()
 _THREADS: tuple[threading.Thread, ...] | None = None
 _PLOTLY_WARM = False
 
@@ -139,6 +141,13 @@ def warm_plotly() -> None:
     global _PLOTLY_WARM
     if _PLOTLY_WARM:
         return
+    with _PLOTLY_LOCK:  # a second caller (the kernel's warm-up and a cell) waits, does not redo it
+        if not _PLOTLY_WARM:
+            _warm_plotly_now()
+            _PLOTLY_WARM = True
+
+
+def _warm_plotly_now() -> None:
     import plotly.graph_objects as go
 
     go.Figure(  # validated, as a FigureWidget validates the figure it is given
@@ -149,4 +158,3 @@ def warm_plotly() -> None:
         ],
         layout={"xaxis": {"visible": False}, "legend": {"orientation": "h"}, "hoverlabel": {"align": "left"}},
     )
-    _PLOTLY_WARM = True

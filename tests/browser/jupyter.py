@@ -19,6 +19,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -174,7 +175,9 @@ def _lab_env(state_dir: Path) -> dict[str, str]:
     return env
 
 
-def start_lab(root_dir: Path, state_dir: Path, timeout: float = 90.0) -> LabServer:
+def start_lab(
+    root_dir: Path, state_dir: Path, timeout: float = 90.0, env: Mapping[str, str] | None = None
+) -> LabServer:
     """Start ``jupyter lab`` from this venv on a free port and wait until it answers.
 
     Parameters
@@ -185,6 +188,8 @@ def start_lab(root_dir: Path, state_dir: Path, timeout: float = 90.0) -> LabServ
         Scratch folder for HOME, IPYTHONDIR, the JUPYTER_* folders, app settings and the log.
     timeout
         Seconds to wait for ``GET /api/status`` to answer.
+    env
+        Extra environment variables for the server and its kernels.
 
     Raises
     ------
@@ -228,7 +233,7 @@ def start_lab(root_dir: Path, state_dir: Path, timeout: float = 90.0) -> LabServ
         process = subprocess.Popen(
             command,
             cwd=root_dir,
-            env=_lab_env(state_dir),
+            env={**_lab_env(state_dir), **(env or {})},
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -1,0 +1,175 @@
+"""Warm a notebook's kernel as it starts, so its first GraphView waits only for its own model.
+
+An IPython extension (``c.InteractiveShellApp.extensions``; the project's environment loads it
+from ``etc/ipython/ipython_kernel_config.py``, which ``scripts/bootstrap.sh`` installs). When a
+kernel starts for a document in JupyterLab (Jupyter's server names the document in
+``JPY_SESSION_NAME``), it returns at once, so the kernel is ready as quickly as before, and a
+background thread then pays, while the user reads the notebook, what the first
+``GraphView`` of a kernel would otherwise pay in the cell:
+
+- the warm worker starts (``import widgets``, :func:`widgets.warm.warm_up`);
+- the widgets and what they use import (numpy, onnx, networkx, ipywidgets, plotly's
+  widget stack: about 1 s on a small machine);
+- plotly's front-end bundle goes to the page (:func:`widgets.figure_widget.bundle_widget`),
+  which evaluates plotly.js (about 1 s in the browser) before any cell asks for a graph;
+- plotly's first-figure costs (:func:`widgets.warm.warm_plotly`) and the first graph's:
+  a tiny model is loaded (shape inference in the worker), laid out and drawn into a figure
+  that is never shown.
+
+A cell run meanwhile waits for what it needs (Python's import locks), never does it twice, and
+stops the warm-up's optional steps (:func:`warm_kernel`'s ``stop``).
+Kernels started elsewhere (nbclient, ``jupyter console``, a plain IPython) are left alone;
+``EXPLORER_NO_KERNEL_WARM=1`` switches this off, ``EXPLORER_NO_WARMUP=1`` every warm-up.
+
+Examples
+--------
+>>> from widgets import kernel_warm
+>>> kernel_warm.should_warm({"JPY_SESSION_NAME": "/work/notebooks/00_tour.ipynb"})
+True
+>>> kernel_warm.should_warm({"JPY_SESSION_NAME": "x.ipynb", "EXPLORER_NO_WARMUP": "1"})
+False
+>>> kernel_warm.should_warm({})  # not a JupyterLab document's kernel
+False
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["failure", "load_ipython_extension", "should_warm", "start_warming", "warm_kernel"]
+
+_LOG = logging.getLogger(__name__)
+_LOCK = threading.Lock()
+_THREAD: threading.Thread | None = None
+#: Set when the kernel starts running a cell (IPython's ``pre_run_cell`` event).
+_CELL_STARTED = threading.Event()
+#: Why the last warm-up failed (None: it did not); the first view then pays instead.
+failure: BaseException | None = None
+
+
+def should_warm(environ: Mapping[str, str]) -> bool:
+    """Whether a kernel with this environment warms up: a JupyterLab document's, not switched off.
+
+    Parameters
+    ----------
+    environ : mapping
+        The kernel's environment (``os.environ``).
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> should_warm({"JPY_SESSION_NAME": "tour.ipynb", "EXPLORER_NO_WARMUP": "0"})
+    True
+    >>> should_warm({"JPY_SESSION_NAME": "tour.ipynb", "EXPLORER_NO_KERNEL_WARM": "1"})
+    False
+    """
+    switched_off = any(
+        environ.get(name, "").strip() not in ("", "0")
+        for name in ("EXPLORER_NO_WARMUP", "EXPLORER_NO_KERNEL_WARM")
+    )
+    return bool(environ.get("JPY_SESSION_NAME")) and not switched_off
+
+
+def warm_kernel(stop: threading.Event | None = None) -> list[str]:
+    """Pay the first GraphView's one-off costs now (see the module docstring); run in a thread.
+
+    Parameters
+    ----------
+    stop : threading.Event, optional
+        Set when a cell starts (the extension sets it): the steps left that the cell does not
+        need at once (plotly's first-figure warm-up, the off-screen graph) are skipped, so they
+        do not compete with the cell for the GIL. The imports and the bundle are always done:
+        the cell needs them anyway.
+
+    Returns
+    -------
+    list of str
+        The steps done, in order.
+
+    Examples
+    --------
+    >>> warm_kernel()  # a second call costs little: everything is imported and cached
+    ['imports', 'bundle', 'plotly', 'graph']
+    >>> stop = threading.Event(); stop.set()
+    >>> warm_kernel(stop)
+    ['imports', 'bundle']
+    """
+    from . import GraphView  # noqa: F401  (the widget classes and everything they import)
+    from .figure_widget import bundle_widget
+    from .warm import warm_plotly
+
+    done = ["imports"]
+    bundle_widget()  # the page starts evaluating plotly.js now
+    done.append("bundle")
+    if stop is not None and stop.is_set():
+        return done
+    warm_plotly()
+    done.append("plotly")
+    if stop is not None and stop.is_set():
+        return done
+    from explorer import load
+    from explorer.figures import graph_figure
+
+    graph_figure(load("zoo:mlp"))
+    done.append("graph")
+    return done
+
+
+def _warm_quietly() -> None:
+    global failure
+    try:
+        warm_kernel(_CELL_STARTED)
+    except Exception as error:  # a warm-up never disturbs the notebook: the first view pays instead
+        failure = error
+        _LOG.warning("onnx-graph-explorer: warming the kernel failed", exc_info=True)
+
+
+def start_warming() -> threading.Thread:
+    """Start :func:`warm_kernel` in a daemon thread (once per process) and return the thread.
+
+    Returns
+    -------
+    threading.Thread
+        The thread (join it to wait); the same one on every call.
+
+    Examples
+    --------
+    >>> thread = start_warming()
+    >>> start_warming() is thread
+    True
+    >>> thread.join()
+    """
+    global _THREAD
+    with _LOCK:
+        if _THREAD is None:
+            _THREAD = threading.Thread(target=_warm_quietly, name="explorer-kernel-warm", daemon=True)
+            _THREAD.start()
+        return _THREAD
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """IPython's hook: start warming when this kernel is a JupyterLab document's (`should_warm`).
+
+    Parameters
+    ----------
+    ipython : IPython.core.interactiveshell.InteractiveShell
+        The shell loading the extension (unused: the warm-up needs no shell).
+
+    Examples
+    --------
+    >>> load_ipython_extension(None)  # not in a JupyterLab kernel: nothing starts
+    """
+    if should_warm(os.environ):
+        ipython.events.register("pre_run_cell", _cell_started)
+        start_warming()
+
+
+def _cell_started(*_info: Any) -> None:
+    _CELL_STARTED.set()
