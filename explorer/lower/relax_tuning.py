@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -322,9 +323,13 @@ def _runner(rpc: Mapping[str, Any] | None) -> Any:
 def _deadline_search(ends: float | None) -> Any:
     """MetaSchedule's evolutionary search (:data:`POPULATION`), which proposes nothing once the
     minute budget is spent (``ends``, epoch seconds): the task scheduler then ends each task as
-    it comes up, with no search or build, and the batch in flight is the most it overshoots."""
+    it comes up, with no search or build, and the batch in flight is the most it overshoots.
+    One batch is always proposed, so a budget spent before the first (timing the tasks
+    untuned, starting the builder) still leaves a measured schedule to keep."""
     from tvm.ir.utils import derived_object
     from tvm.s_tir.meta_schedule.search_strategy import EvolutionarySearch, PySearchStrategy
+
+    proposed = threading.Event()  # shared by every task's clone: one batch in the whole run
 
     @derived_object
     class DeadlineSearch(PySearchStrategy):
@@ -341,9 +346,12 @@ def _deadline_search(ends: float | None) -> Any:
             self.inner.post_tuning()
 
         def generate_measure_candidates(self) -> Any:
-            if ends is not None and time.time() > ends:
+            if ends is not None and time.time() > ends and proposed.is_set():
                 return None
-            return self.inner.generate_measure_candidates()
+            candidates = self.inner.generate_measure_candidates()
+            if candidates:
+                proposed.set()
+            return candidates
 
         def notify_runner_results(self, candidates: Any, results: Any) -> None:
             self.inner.notify_runner_results(candidates, results)

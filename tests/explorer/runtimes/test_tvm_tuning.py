@@ -35,17 +35,17 @@ def test_a_tuned_run_is_correct_and_a_second_run_reuses_the_database(tmp_path: P
     worker.shutdown()
     second = again.prepare(graph)
     assert second.info["tuned_before"] and second.info["tune_s"] == 0
-    assert second.prepare_s * 10 < first.prepare_s  # the database reused: more than 10x less
+    assert second.info["tasks_with_records"] == first.info["tasks_with_records"] >= 1
     report = bench(graph, ["ort", again], min_runs=3, min_seconds=0.0, warmup=1)
     assert report.results[1].tuned and report.results[1].agrees
 
 
 def test_a_minute_budget_stops_tuning_and_keeps_what_it_found(tmp_path: Path) -> None:
-    graph = load("zoo:mlp")  # a first batch takes a good part of the budget
-    runtime = TvmRuntime(tune_minutes=0.5, tuning_root=str(tmp_path))  # 30 seconds
+    graph = load("zoo:mlp")  # 3 s: spent before the first batch is measured, on any machine
+    runtime = TvmRuntime(tune_minutes=0.05, tuning_root=str(tmp_path))
     session = runtime.prepare(graph)
-    assert session.info["out_of_time"] and runtime.label == "TVM llvm tuned (0.5 min)"
-    assert session.info["tune_s"] < 30 + 60  # no task starts a batch once the budget is spent
+    assert session.info["out_of_time"] and runtime.label == "TVM llvm tuned (0.05 min)"
+    assert session.info["tune_s"] < 3 + 60  # one batch is measured, then no task starts another
     records = next(tmp_path.iterdir()) / "database_tuning_record.json"
     assert records.read_text().count("\n") >= 1  # what was measured before the budget ran out is kept
     out = session.run(random_feeds(graph.model))
