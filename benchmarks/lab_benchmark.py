@@ -577,11 +577,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             for lab in labs.values():
                 stop_lab(lab)
-    variants = [
-        f"{suffix}{_settled(settle)}"
-        for suffix in ([""] + ([" (no kernel warm-up)"] if args.without_kernel_warm else []))
-        for settle in args.settle
-    ]
+    variants = [f"{suffix}{_settled(settle)}" for suffix in labs for settle in args.settle]
     if args.compare:
         variants.append(f" ({args.compare_label})")
     for timing in [t for t in timings if t.what == "netron"]:  # the same Netron time for every variant

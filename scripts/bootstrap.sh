@@ -14,13 +14,7 @@ TORCH_SPEC="${TORCH_SPEC:-torch==2.13.0}"
 
 # The kernels of the environment warm the first GraphView while the user reads
 # (widgets/kernel_warm.py); copied on every run, so an existing venv gets it too.
-install_kernel_config() {
-    [[ -d "$VENV" ]] || return 0
-    mkdir -p "$VENV/etc/ipython"
-    cmp -s "$ROOT/scripts/ipython_kernel_config.py" "$VENV/etc/ipython/ipython_kernel_config.py" \
-        || cp "$ROOT/scripts/ipython_kernel_config.py" "$VENV/etc/ipython/ipython_kernel_config.py"
-}
-install_kernel_config
+bash "$ROOT/scripts/install_kernel_config.sh" "$VENV"
 
 stamp="$VENV/.onnx-explorer-installed"
 hash="$(cat "$ROOT/pyproject.toml" "$ROOT/scripts/bootstrap.sh" | sha256sum | cut -c1-16)"
@@ -42,5 +36,5 @@ if [[ ",$EXTRAS," == *",torch,"* ]]; then
     "$VENV/bin/python" -m pip install --quiet "$TORCH_SPEC"
 fi
 "$VENV/bin/python" -m pip install --quiet -e "$ROOT${EXTRAS:+[$EXTRAS]}"
-install_kernel_config
+bash "$ROOT/scripts/install_kernel_config.sh" "$VENV"
 echo "$hash extras=$EXTRAS" > "$stamp"

@@ -1,13 +1,14 @@
 """Warm a notebook's kernel as it starts, so its first GraphView waits only for its own model.
 
 An IPython extension (``c.InteractiveShellApp.extensions``; the project's environment loads it
-from ``etc/ipython/ipython_kernel_config.py``, which ``scripts/bootstrap.sh`` installs). When a
+from ``etc/ipython/ipython_kernel_config.py``, which ``scripts/install_kernel_config.sh`` puts
+there; loading it imports nothing but the standard library). When a
 kernel starts for a document in JupyterLab (Jupyter's server names the document in
 ``JPY_SESSION_NAME``), it returns at once, so the kernel is ready as quickly as before, and a
 background thread then pays, while the user reads the notebook, what the first
 ``GraphView`` of a kernel would otherwise pay in the cell:
 
-- the warm worker starts (``import widgets``, :func:`widgets.warm.warm_up`);
+- the warm worker starts (:func:`widgets.warm.warm_up`);
 - the widgets and what they use import (numpy, onnx, networkx, ipywidgets, plotly's
   widget stack: about 1 s on a small machine);
 - plotly's front-end bundle goes to the page (:func:`widgets.figure_widget.bundle_widget`),
@@ -40,6 +41,8 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from .warm import switched_off
+
 __all__ = ["failure", "load_ipython_extension", "should_warm", "start_warming", "warm_kernel"]
 
 _LOG = logging.getLogger(__name__)
@@ -70,11 +73,8 @@ def should_warm(environ: Mapping[str, str]) -> bool:
     >>> should_warm({"JPY_SESSION_NAME": "tour.ipynb", "EXPLORER_NO_KERNEL_WARM": "1"})
     False
     """
-    switched_off = any(
-        environ.get(name, "").strip() not in ("", "0")
-        for name in ("EXPLORER_NO_WARMUP", "EXPLORER_NO_KERNEL_WARM")
-    )
-    return bool(environ.get("JPY_SESSION_NAME")) and not switched_off
+    off = any(switched_off(name, environ) for name in ("EXPLORER_NO_WARMUP", "EXPLORER_NO_KERNEL_WARM"))
+    return bool(environ.get("JPY_SESSION_NAME")) and not off
 
 
 def warm_kernel(stop: threading.Event | None = None) -> list[str]:

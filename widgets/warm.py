@@ -35,10 +35,9 @@ import os
 import sys
 import threading
 import types
+from collections.abc import Mapping
 
-from explorer import worker
-
-__all__ = ["DEFERRED_IMPORTS", "defer_import", "warm_plotly", "warm_up"]
+__all__ = ["DEFERRED_IMPORTS", "defer_import", "switched_off", "warm_plotly", "warm_up"]
 
 #: Modules that plotly imports eagerly but the widgets never use (see the module docstring).
 DEFERRED_IMPORTS: tuple[str, ...] = ("nbformat",)
@@ -97,6 +96,19 @@ def defer_import(name: str) -> bool:
     return True
 
 
+def switched_off(name: str, environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether the switch ``name`` (say ``EXPLORER_NO_WARMUP``) is set: any value but empty or ``0``.
+
+    Examples
+    --------
+    >>> switched_off("EXPLORER_NO_WARMUP", {"EXPLORER_NO_WARMUP": "1"})
+    True
+    >>> switched_off("EXPLORER_NO_WARMUP", {"EXPLORER_NO_WARMUP": " 0 "}), switched_off("X", {})
+    (False, False)
+    """
+    return environ.get(name, "").strip() not in ("", "0")
+
+
 def warm_up() -> tuple[threading.Thread, ...]:
     """Defer nbformat and start the warm worker in the background (once per process).
 
@@ -116,11 +128,13 @@ def warm_up() -> tuple[threading.Thread, ...]:
     with _LOCK:
         if _THREADS is not None:
             return _THREADS
-        if os.environ.get("EXPLORER_NO_WARMUP", "").strip() not in ("", "0"):
+        if switched_off("EXPLORER_NO_WARMUP"):
             _THREADS = ()
             return _THREADS
         for name in DEFERRED_IMPORTS:
             defer_import(name)
+        from explorer import worker  # here, not at the top: a bare ``import widgets`` stays light
+
         prestarted = worker.prestart()
         _THREADS = () if prestarted is None else (prestarted,)
         return _THREADS

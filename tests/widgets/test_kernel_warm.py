@@ -93,6 +93,7 @@ def test_import_widgets_alone_imports_and_starts_nothing() -> None:
     script = (
         "import sys, threading, widgets\n"
         "print('widgets.graph_view' in sys.modules, 'plotly' in sys.modules,"
+        " 'explorer' in sys.modules, 'onnx' in sys.modules,"
         " [t.name for t in threading.enumerate() if t.name.startswith('explorer')])\n"
         "widgets.GraphView\n"
         "print('widgets.graph_view' in sys.modules, widgets.warm_up() != ())"
@@ -101,7 +102,7 @@ def test_import_widgets_alone_imports_and_starts_nothing() -> None:
         [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300, check=False
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.split("\n")[:2] == ["False False []", "True True"]
+    assert done.stdout.split("\n")[:2] == ["False False False False []", "True True"]
 
 
 def test_warming_twice_starts_one_thread() -> None:
