@@ -57,6 +57,7 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
+from .cpu_cores import size_tvm_thread_pool
 from .errors import (
     ModelNotFoundError,
     WorkerCrashed,
@@ -316,6 +317,7 @@ def _child_main(conn: Connection, log_path: str, memory_mb: int | None, parent_p
     faulthandler.enable(all_threads=False)  # the crashing thread only: keeps the dump short
     _watch_parent(parent_pid)  # before the cap: a thread needs address space for its stack
     capped = _apply_memory_cap(memory_mb)
+    size_tvm_thread_pool()  # before TVM's pool exists: one thread per physical core, as ONNX Runtime
     _CHANNEL = _Channel(conn)
     _CHANNEL.send(("ready", os.getpid(), pgid, capped))
     _serve(_CHANNEL)

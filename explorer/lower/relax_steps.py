@@ -19,12 +19,12 @@ Examples
 from __future__ import annotations
 
 import math
-import os
 import re
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..cpu_cores import size_tvm_thread_pool
 from ..graph_schema import edge_data, node_data
 from ..node_ids import INPUT_PREFIX, OUTPUT_PREFIX
 from ..tensors import TensorInfo
@@ -360,9 +360,7 @@ def _target(kind: str) -> Any:
 
     if kind != "llvm":
         raise ValueError(f"only the llvm (CPU) target is built here, not {kind!r}")
-    import psutil
-
-    cores = psutil.cpu_count(logical=False) or os.cpu_count() or 1  # MetaSchedule needs num-cores
+    cores = size_tvm_thread_pool()  # MetaSchedule needs num-cores: the threads the kernels will run on
     return tvm.target.Target(
         {"kind": "llvm", "mcpu": tvm.target.codegen.llvm_get_system_cpu(), "num-cores": int(cores)}
     )

@@ -13,13 +13,14 @@ True
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
+
+from ..cpu_cores import physical_cores
 
 __all__ = ["MachinePeak", "measure_peak", "MATMUL_SIZE", "COPY_BYTES"]
 
@@ -41,7 +42,7 @@ class MachinePeak:
     gbps : float
         GB/s moved (read + written) by a large copy.
     cores : int
-        Logical cores.
+        Physical cores (:func:`explorer.cpu_cores.physical_cores`).
     """
 
     gflops: float
@@ -110,5 +111,5 @@ def measure_peak() -> MachinePeak:
     return MachinePeak(
         gflops=2.0 * MATMUL_SIZE**3 / matmul_s / 1e9,
         gbps=2.0 * COPY_BYTES / copy_s / 1e9,
-        cores=os.cpu_count() or 1,
+        cores=physical_cores(),
     )

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from .. import worker
+from ..cpu_cores import physical_cores, tvm_threads
 from ..lower.vm_instrument import vm_call_times
 
 __all__ = [
@@ -108,14 +109,6 @@ def has_session(key: str) -> bool:
     return key in _SESSIONS
 
 
-def _threads(env: str, asked: int) -> int:
-    """The thread count a runtime uses: what was asked, else its environment variable, else the cores."""
-    if asked:
-        return int(asked)
-    value = os.environ.get(env, "")
-    return int(value) if value.isdigit() and int(value) > 0 else (os.cpu_count() or 1)
-
-
 def prepare_ort(path: str, key: str, options: Mapping[str, Any]) -> dict[str, Any]:
     """Create (or find) an ONNX Runtime session for ``path`` under ``key``.
 
@@ -155,7 +148,7 @@ def prepare_ort(path: str, key: str, options: Mapping[str, Any]) -> dict[str, An
         "runtime": "ort",
         "prepare_s": prepare_s,
         "providers": session.get_providers(),
-        "threads": threads or _threads("OMP_NUM_THREADS", 0),
+        "threads": threads or physical_cores(),  # ONNX Runtime's default: one per physical core
         "version": ort.__version__,
     }
     return _keep(
@@ -238,7 +231,7 @@ def prepare_tvm(
         "compile_s": compiled["compile_s"],
         **{k: compiled[k] for k in COMPILE_INFO if k in compiled},
         "target": compiled["target"],
-        "threads": _threads("TVM_NUM_THREADS", 0),
+        "threads": tvm_threads(),
         "version": compiled["tvm"],
     }
     return _keep(
