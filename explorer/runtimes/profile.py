@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
     from ..graph import ModelGraph
 
-__all__ = ["KernelTime", "Profile", "profile", "HEAVY_CATEGORIES"]
+__all__ = ["KernelTime", "Profile", "profile", "HEAVY_CATEGORIES", "ORT_FUSED_ANCHORS"]
 
 HEAVY_CATEGORIES = ("conv", "pooling", "normalization", "reduction")
 """Op categories that do a fused kernel's work, in order: the node its time is put on."""
@@ -175,7 +175,28 @@ class Profile:
         return frame
 
 
-_ORT_SUFFIXES = re.compile(r"(_nchwc|_token_\d+|_fused\w*)$")
+_ORT_SUFFIXES = re.compile(r"(_nchwc|_token_\d+|_fused\w*|/\w+Fusion/?)$")
+
+ORT_FUSED_ANCHORS: Mapping[str, tuple[str, ...]] = {
+    "SkipLayerNormalization": ("LayerNormalization", "ReduceMean"),
+    "SkipSimplifiedLayerNormalization": ("SimplifiedLayerNormalization", "ReduceMean"),
+    "LayerNormalization": ("LayerNormalization", "ReduceMean"),
+    "SimplifiedLayerNormalization": ("SimplifiedLayerNormalization", "ReduceMean"),
+    "Gelu": ("Gelu", "Erf"),
+    "BiasGelu": ("Gelu", "Erf"),
+    "FastGelu": ("Gelu", "Tanh", "Erf"),
+    "QuickGelu": ("Sigmoid",),
+    "FusedMatMul": ("MatMul",),
+    "FusedGemm": ("Gemm",),
+    "FusedConv": ("Conv",),
+    "NhwcConv": ("Conv",),
+    "BiasSoftmax": ("Softmax",),
+    "Attention": ("Softmax",),
+    "MultiHeadAttention": ("Softmax",),
+    "GroupQueryAttention": ("Softmax",),
+}
+"""ONNX Runtime's fused ops -> the ONNX op types of the member their time goes on, in order of
+preference (a SkipLayerNormalization is an Add and a LayerNormalization: the latter)."""
 
 
 def _ort_node(graph: ModelGraph, name: str, op: str, producers: Mapping[str, str]) -> str | None:
@@ -198,16 +219,54 @@ def _ort_node(graph: ModelGraph, name: str, op: str, producers: Mapping[str, str
     return node if node is not None and nodes[node]["op_type"] == op else start
 
 
+def _ort_by_order(
+    graph: ModelGraph, unnamed: Mapping[str, Sequence[str]], claimed: set[str]
+) -> dict[tuple[str, int], str]:
+    """Nodes for the fused nodes ORT names after nothing in the graph (``SkipLayerNormalization``):
+    the n-th such call of an op in a run goes to the n-th node, in graph order and not already
+    timed by name, of the first anchor op type (:data:`ORT_FUSED_ANCHORS`) with as many nodes."""
+    found: dict[tuple[str, int], str] = {}
+    order = graph.op_nodes()
+    for op, calls in unnamed.items():
+        for anchor in ORT_FUSED_ANCHORS.get(op, (op,)):
+            free = [n for n in order if n not in claimed and graph.nx.nodes[n]["op_type"] == anchor]
+            if len(free) == len(calls):
+                found.update({(op, i): node for i, node in enumerate(free)})
+                claimed.update(free)
+                break
+    return found
+
+
 def _ort_kernels(graph: ModelGraph, records: Sequence[Mapping[str, Any]], runs: int) -> list[KernelTime]:
     producers = {
         out: node for node, d in graph.nx.nodes(data=True) if d["kind"] == "op" for out in d["outputs"] if out
     }
-    totals: dict[tuple[str, str], float] = defaultdict(float)
+    by_name = {
+        key: _ort_node(graph, *key, producers) for key in dict.fromkeys((r["name"], r["op"]) for r in records)
+    }
+    # calls no name maps, keyed by (op, n-th such call of the op in its run)
+    totals: dict[tuple[str, str, int | None], float] = defaultdict(float)
+    seen: dict[tuple[int, str], int] = defaultdict(int)
+    unnamed: dict[str, dict[int, str]] = defaultdict(dict)
     for record in records:
-        totals[(record["name"], record["op"])] += record["ms"]
+        key = (record["name"], record["op"])
+        nth = None
+        if by_name[key] is None:
+            nth = seen[(record["run"], record["op"])]
+            seen[(record["run"], record["op"])] += 1
+            unnamed[record["op"]][nth] = record["name"]
+        totals[(*key, nth)] += record["ms"]
+    claimed = {node for node in by_name.values() if node}
+    by_order = _ort_by_order(graph, {op: list(calls.values()) for op, calls in unnamed.items()}, claimed)
+    several = {op for op, calls in unnamed.items() if len(calls) > 1}
     return [
-        KernelTime(name, op, ms / runs, _ort_node(graph, name, op, producers))
-        for (name, op), ms in totals.items()
+        KernelTime(
+            f"{name}#{nth}" if nth is not None and op in several else name,
+            op,
+            ms / runs,
+            by_name[(name, op)] if nth is None else by_order.get((op, nth)),
+        )
+        for (name, op, nth), ms in totals.items()
     ]
 
 
@@ -281,31 +340,51 @@ def _tvm_kernels(
     if by_run and all(len(calls) == len(ordered) for calls in by_run.values()):
         # one kernel call per call site, in order: the build may rename kernels (a tuned one
         # gets a suffix per rewrite), not reorder them
-        records = [
-            {**record, "name": ordered[i]["op_type"]}
-            for calls in by_run.values()
-            for i, record in enumerate(calls)
-        ] + [r for r in records if r["name"].startswith("vm.")]
+        index = {id(record): i for calls in by_run.values() for i, record in enumerate(calls)}
+        records = [  # still in call order: the VM's own calls sit between the kernels they serve
+            record
+            if record["name"].startswith("vm.")
+            else {**record, "name": ordered[index[id(record)]]["op_type"]}
+            for record in records
+        ]
     per_run: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     totals: dict[tuple[str, int], float] = defaultdict(float)
+    # the VM's own calls (vm.builtin.*: allocations, tuples, reshapes) prepare the kernel call that
+    # follows them (its output, its arguments): their time goes on that kernel's node, or on the
+    # run's last kernel for those after it (the outputs' tuple)
+    overhead: dict[tuple[str, tuple[str, int] | None], float] = defaultdict(float)
+    pending: dict[int, list[Mapping[str, Any]]] = defaultdict(list)
+    last: dict[int, tuple[str, int]] = {}
     for record in records:
-        seen = per_run[record["run"]]
+        run = record["run"]
+        if record["name"].startswith("vm."):
+            pending[run].append(record)
+            continue
+        seen = per_run[run]
         symbol = record["name"].removesuffix(PREPACKED_SUFFIX)  # the kernel whose weights the build packed
         nth = seen[symbol]
         seen[symbol] += 1
         totals[(symbol, nth)] += record["ms"]
+        last[run] = (symbol, nth)
+        for call in pending.pop(run, []):
+            overhead[(call["name"], (symbol, nth))] += call["ms"]
+    for run, calls in pending.items():
+        for call in calls:
+            overhead[(call["name"], last.get(run))] += call["ms"]
     kernels = []
-    runtime_calls: dict[str, float] = defaultdict(float)  # vm.builtin.*: no call site, one row each
     anchors = {symbol: _call_anchors(graph, calls) for symbol, calls in sites.items()}
+
+    def kernel_name(symbol: str, nth: int) -> str:
+        return symbol if len(sites.get(symbol, [])) <= 1 else f"{symbol}#{nth}"
+
+    def kernel_node(symbol: str, nth: int) -> str | None:
+        return anchors[symbol][nth] if nth < len(sites.get(symbol, [])) else None
+
     for (symbol, nth), ms in totals.items():
-        calls = sites.get(symbol, [])
-        if not calls:
-            runtime_calls[symbol] += ms
-            continue
-        node = anchors[symbol][nth] if nth < len(calls) else None
-        name = symbol if len(calls) == 1 else f"{symbol}#{nth}"
-        kernels.append(KernelTime(name, symbol, ms / runs, node))
-    kernels += [KernelTime(symbol, symbol, ms / runs, None) for symbol, ms in runtime_calls.items()]
+        kernels.append(KernelTime(kernel_name(symbol, nth), symbol, ms / runs, kernel_node(symbol, nth)))
+    for (symbol, kernel), ms in overhead.items():
+        name = f"{symbol} ({kernel_name(*kernel)})" if kernel else symbol
+        kernels.append(KernelTime(name, symbol, ms / runs, kernel_node(*kernel) if kernel else None))
     return kernels, _written_bytes(lowered, [node for node, _ in calls_at])
 
 
