@@ -24,6 +24,8 @@ from typing import Any
 
 import ipywidgets as w
 import plotly.graph_objects as go
+from ipywidgets.widgets.widget_description import DescriptionStyle
+from ipywidgets.widgets.widget_string import HTMLStyle, TextStyle
 
 from explorer.details import details_html, node_details
 from explorer.figures import (
@@ -41,6 +43,7 @@ from explorer.node_boxes import PX_PER_UNIT
 
 from .figure_sync import show_text_for_view, sync_figure
 from .recent import load_recent
+from .shared_models import shared, shared_layout, shared_style
 from .warm import warm_plotly
 
 __all__ = ["GraphView"]
@@ -129,34 +132,45 @@ class GraphView(w.VBox):
             options=[*COLOR_BY, *self.overlays],
             value=color_by,
             description="colour",
-            layout=w.Layout(width="210px"),
+            layout=shared_layout(width="210px"),
+            style=shared_style(DescriptionStyle),
         )
         self.color_menu.observe(self._recolor, names="value")
         self.search = w.Text(
-            placeholder="find: name or op type", continuous_update=False, layout=w.Layout(width="230px")
+            placeholder="find: name or op type",
+            continuous_update=False,
+            layout=shared_layout(width="230px"),
+            style=shared_style(TextStyle),
         )
         self.search.add_class("oge-search")
         self.search.observe(self._searched, names="value")
-        self.next_match = w.Button(description="next", layout=w.Layout(width="60px"))
+        button_style = shared_style(w.ButtonStyle)
+        self.next_match = w.Button(description="next", layout=shared_layout(width="60px"), style=button_style)
         self.next_match.on_click(lambda _: self._goto_match(self._match_index + 1))
-        self.collapse_button = w.Button(description="collapse all", layout=w.Layout(width="100px"))
+        self.collapse_button = w.Button(
+            description="collapse all", layout=shared_layout(width="100px"), style=button_style
+        )
         self.collapse_button.on_click(
             lambda _: self.set_collapse(auto_collapse(self.graph, max_items=60) or 1)
         )
-        self.expand_button = w.Button(description="expand all", layout=w.Layout(width="90px"))
+        self.expand_button = w.Button(
+            description="expand all", layout=shared_layout(width="90px"), style=button_style
+        )
         self.expand_button.on_click(lambda _: self.set_collapse(None))
         self.back_button = w.Button(
-            description="back to parent", layout=w.Layout(width="120px", display="none")
+            description="back to parent", layout=w.Layout(width="120px", display="none"), style=button_style
         )
         self.back_button.on_click(lambda _: self.close_subgraph())
-        self.status = w.HTML()
+        plain, html_style = shared_layout(), shared_style(HTMLStyle)  # nothing changes these two
+        self.status = w.HTML(layout=plain, style=html_style)
         self.status.add_class("oge-status")
-        self.details = w.HTML("<i>click a node to see its details</i>")
+        self.details = w.HTML("<i>click a node to see its details</i>", layout=plain, style=html_style)
         self.details.add_class("oge-details-panel")
-        self.subgraph_buttons = w.HBox()
+        self.subgraph_buttons = w.HBox(layout=plain)
+        css = shared(("graph-view-css",), lambda: w.HTML(_CSS, layout=plain, style=html_style))
         panel = w.VBox(
-            [w.HTML(_CSS), self.details, self.subgraph_buttons],
-            layout=w.Layout(width="36%", max_height=f"{height}px", overflow="auto"),
+            [css, self.details, self.subgraph_buttons],
+            layout=shared_layout(width="36%", max_height=f"{height}px", overflow="auto"),
         )
         panel.add_class("oge-panel")
         toolbar = w.HBox(
@@ -167,10 +181,15 @@ class GraphView(w.VBox):
                 self.collapse_button,
                 self.expand_button,
                 self.back_button,
-            ]
+            ],
+            layout=plain,
         )
         super().__init__(
-            [toolbar, self.status, w.HBox([w.Box([self.figure], layout=w.Layout(width="64%")), panel])]
+            [
+                toolbar,
+                self.status,
+                w.HBox([w.Box([self.figure], layout=shared_layout(width="64%")), panel], layout=plain),
+            ]
         )
         self.add_class("oge-graph-view")
         self._update_status()
@@ -272,7 +291,11 @@ class GraphView(w.VBox):
         self.details.value = details_html(details)
         buttons = []
         for attr, sub in self.graph.subgraphs.get(item, {}).items():
-            button = w.Button(description=f"open {attr} ({len(sub)} nodes)", layout=w.Layout(width="auto"))
+            button = w.Button(
+                description=f"open {attr} ({len(sub)} nodes)",
+                layout=shared_layout(width="auto"),
+                style=shared_style(w.ButtonStyle),
+            )
             button.add_class("oge-open-subgraph")
             button.on_click(lambda _, a=attr: self.open_subgraph(item, a))
             buttons.append(button)
