@@ -14,8 +14,9 @@ background thread then pays, while the user reads the notebook, what the first
 - plotly's front-end bundle goes to the page (:func:`widgets.figure_widget.bundle_widget`),
   which evaluates plotly.js (about 1 s in the browser) before any cell asks for a graph;
 - plotly's first-figure costs (:func:`widgets.warm.warm_plotly`) and the first graph's:
-  a tiny model is loaded (shape inference in the worker), laid out and drawn into a figure
-  that is never shown.
+  a tiny model is loaded (shape inference in the worker) into a whole ``GraphView`` that is
+  never shown: the layouts, styles and CSS every view shares (:mod:`widgets.shared_models`)
+  reach the page, and the view's own models are closed again.
 
 A cell run meanwhile waits for what it needs (Python's import locks), never does it twice, and
 stops the warm-up's optional steps (:func:`warm_kernel`'s ``stop``).
@@ -101,7 +102,7 @@ def warm_kernel(stop: threading.Event | None = None) -> list[str]:
     >>> warm_kernel(stop)
     ['imports', 'bundle']
     """
-    from . import GraphView  # noqa: F401  (the widget classes and everything they import)
+    from . import GraphView  # the widget classes and everything they import
     from .figure_widget import bundle_widget
     from .warm import warm_plotly
 
@@ -115,9 +116,12 @@ def warm_kernel(stop: threading.Event | None = None) -> list[str]:
     if stop is not None and stop.is_set():
         return done
     from explorer import load
-    from explorer.figures import graph_figure
 
-    graph_figure(load("zoo:mlp"))
+    from .shared_models import close_own
+
+    # a whole view, never shown: its code paths warm, and the layouts, styles and CSS that every
+    # view shares reach the page now; its own models are closed again
+    close_own(GraphView(load("zoo:mlp")))
     done.append("graph")
     return done
 

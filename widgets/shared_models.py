@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 import ipywidgets as w
 
-__all__ = ["shared", "shared_layout", "shared_style"]
+__all__ = ["shared", "shared_layout", "shared_style", "is_shared", "close_own"]
 
 _Model = TypeVar("_Model", bound=w.Widget)
 _SHARED: dict[tuple[Any, ...], w.Widget] = {}
@@ -79,3 +79,47 @@ def shared_style(kind: type[_Model]) -> _Model:
     True
     """
     return shared(("style", kind.__module__, kind.__qualname__), kind)
+
+
+def is_shared(model: object) -> bool:
+    """Whether ``model`` is one of the kernel's shared models.
+
+    Examples
+    --------
+    >>> is_shared(shared_layout(width="60px")), is_shared(w.Layout(width="60px"))
+    (True, False)
+    """
+    return any(model is kept for kept in _SHARED.values())
+
+
+def close_own(root: w.Widget) -> int:
+    """Close ``root``, the widgets inside it, and their layouts and styles, except shared ones.
+
+    Returns
+    -------
+    int
+        How many models were closed.
+
+    Examples
+    --------
+    >>> box = w.HBox([w.Button(layout=shared_layout(width="60px"))])
+    >>> close_own(box)  # the box, its layout, the button and its style; the shared layout stays
+    4
+    >>> shared_layout(width="60px").comm is not None
+    True
+    """
+    closed, todo, seen = 0, [root], set()
+    while todo:
+        model = todo.pop()
+        if id(model) in seen or is_shared(model) or getattr(model, "comm", None) is None:
+            continue
+        seen.add(id(model))
+        todo += [c for c in getattr(model, "children", ()) if isinstance(c, w.Widget)]
+        todo += [
+            part
+            for name in ("layout", "style")
+            if name in model.trait_names() and isinstance(part := getattr(model, name), w.Widget)
+        ]
+        model.close()
+        closed += 1
+    return closed
