@@ -93,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
             "tasks": info.get("tasks"),
             "tasks_tuned": sum(1 for p in info.get("plan") or () if p["tuned"]),
             "tune_s": round(float(info.get("tune_s") or 0.0), 1),
+            "threads": info.get("threads"),  # what the measurements ran on (TVM's pool in the worker)
         }
         print(f"{name}: {models[name]} ({time.perf_counter() - started:.0f} s)", flush=True)
     key = records_key()
