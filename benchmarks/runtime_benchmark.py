@@ -141,8 +141,12 @@ def main(argv: list[str] | None = None) -> int:
                 medians.setdefault(result.label, []).append(result.median_ms)
                 prepare.setdefault(result.label, result.prepare_s)  # the first run's: not reused
                 agrees[result.label] = result.agrees
+
+        def spread_of(values: list[float]) -> float:  # the repeats' medians: (max - min) / median
+            return (max(values) - min(values)) / statistics.median(values)
+
         base = statistics.median(medians[runtimes[0].label])
-        spread = (max(medians[runtimes[0].label]) - min(medians[runtimes[0].label])) / base
+        spread = spread_of(medians[runtimes[0].label])
         for label, values in medians.items():
             median = statistics.median(values)
             rows.append(
@@ -154,14 +158,15 @@ def main(argv: list[str] | None = None) -> int:
                     "prepare_s": round(prepare[label], 2),
                     "agrees": agrees[label],
                     "ort_spread": round(spread, 4),
+                    "spread": round(spread_of(values), 4),
                 }
             )
         print(f"\n{name} ({time.perf_counter() - started:.0f} s; ONNX Runtime's medians spread {spread:.1%})")
-        print(f"{'runtime':<36} {'median_ms':>10} {'x ORT':>7} {'prepare_s':>9}  agrees")
+        print(f"{'runtime':<36} {'median_ms':>10} {'x ORT':>7} {'prepare_s':>9} {'spread':>7}  agrees")
         for row in rows[-len(medians) :]:
             print(
                 f"{row['runtime']:<36} {row['median_ms']:>10.2f} {row['ratio_vs_ort']:>7.2f} "
-                f"{row['prepare_s']:>9.2f}  {'yes' if row['agrees'] else 'NO'}"
+                f"{row['prepare_s']:>9.2f} {row['spread']:>7.1%}  {'yes' if row['agrees'] else 'NO'}"
             )
         if args.profile:
             _explain(graph, runtimes, rows[-len(medians) :])
