@@ -21,7 +21,7 @@ import json
 import sys
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from . import __version__
@@ -197,6 +197,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     timing.add_argument(
         "--threads", type=int, default=0, help="ONNX Runtime's intra-op threads (0: its default)"
+    )
+    timing.add_argument(
+        "--fix",
+        action="store_true",
+        help="when TVM's import fails, apply the fix it offers (as `lower --fix`) and time every runtime on "
+        "the fixed model, so all of them run the same graph",
     )
     timing.add_argument(
         "--rpc-tracker", metavar="HOST:PORT", help="run TVM on a server from this RPC tracker"
@@ -489,25 +495,40 @@ def _bench(args: argparse.Namespace) -> int:
 
     from .lower import RelaxImportFailed
 
-    try:
-        report = bench(
+    def timed(graph: Any, input_shapes: Mapping[str, Sequence[int]] | None) -> Any:
+        return bench(
             graph,
             runtimes,
-            input_shapes=dict(args.input_shape) or None,
+            input_shapes=input_shapes,
             warmup=args.warmup,
             min_runs=args.min_runs,
             min_seconds=args.min_seconds,
             max_seconds=args.max_seconds,
             progress=progress,
         )
+
+    applied: tuple[str, ...] = ()
+    try:
+        try:
+            report = timed(graph, dict(args.input_shape) or None)
+        except RelaxImportFailed as err:
+            fixed = err.result.fixed() if args.fix else err.result
+            if not fixed.ok:
+                raise RelaxImportFailed(fixed) from None
+            applied = fixed.applied
+            report = timed(fixed.source, fixed.input_shapes)
     except RelaxImportFailed as err:  # as `lower` reports it
         print(str(err), file=sys.stderr)
+        if err.result.fix and not args.fix:
+            print(f"fix: {err.result.fix} (onnx-explorer bench MODEL --fix)", file=sys.stderr)
         return EXIT_NOT_IMPORTED
     except ConnectionError as err:  # the RPC tracker or servers
         raise ExplorerError(str(err)) from None
     if args.json:
-        print(json.dumps({**report.to_dict(), "source": args.model}))
+        print(json.dumps({**report.to_dict(), "source": args.model, "fixes": list(applied)}))
         return 0
+    for fix in applied:
+        print(f"fixed before the import (every runtime runs the fixed model): {fix}")
     print(f"model: {args.model}, inputs {report.to_dict()['input_shapes']} (seed {report.seed})")
     header = (
         f"{'runtime':<34} {'median_ms':>10} {'p90_ms':>9} {'runs':>5} {'prepare_s':>9} {'max_abs_err':>11}"

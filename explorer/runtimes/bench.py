@@ -26,10 +26,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..model_files import worker_source
 from ..worker import ProgressEvent
 from .base import PreparedSession, Runtime
-from .compare import agreement
+from .compare import agreement, max_abs_diff
 from .inputs import concrete_input_shapes, random_feeds
+from .ort import run_onnxruntime
 from .ort_runtime import OrtRuntime
 from .tvm_runtime import TvmRuntime
 
@@ -38,7 +40,16 @@ if TYPE_CHECKING:
 
     from ..graph import ModelGraph
 
-__all__ = ["BenchResult", "BenchReport", "bench", "latency_stats", "get_runtime", "RUNTIME_NAMES"]
+__all__ = [
+    "BenchResult",
+    "BenchReport",
+    "bench",
+    "latency_stats",
+    "get_runtime",
+    "RUNTIME_NAMES",
+    "QUANTIZERS",
+    "rounding_floor",
+]
 
 RUNTIME_NAMES = ("ort", "ort-cuda", "tvm")
 """Runtime names :func:`get_runtime` (and ``onnx-explorer bench --runtime``) takes."""
@@ -194,6 +205,9 @@ class BenchReport:
         The seed of the generated inputs (None when inputs were given).
     skipped : tuple of (str, str)
         Runtimes not available here, and why.
+    rounding_floor : tuple of float
+        For a quantized model, per output: how far ONNX Runtime's own runs of it differ, its
+        unoptimised QDQ graph against the reference (:func:`rounding_floor`); empty otherwise.
     """
 
     results: tuple[BenchResult, ...]
@@ -201,15 +215,16 @@ class BenchReport:
     input_shapes: Mapping[str, Sequence[int]]
     seed: int | None
     skipped: tuple[tuple[str, str], ...] = ()
+    rounding_floor: tuple[float, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"results": [...], "source", "input_shapes", "seed", "skipped"}``.
+        """``{"results": [...], "source", "input_shapes", "seed", "skipped", "rounding_floor"}``.
 
         Examples
         --------
         >>> from explorer import load
         >>> sorted(bench(load("zoo:mlp"), ["ort"], min_runs=3, min_seconds=0.0).to_dict())
-        ['input_shapes', 'results', 'seed', 'skipped', 'source']
+        ['input_shapes', 'results', 'rounding_floor', 'seed', 'skipped', 'source']
         """
         return {
             "results": [r.to_dict() for r in self.results],
@@ -217,6 +232,7 @@ class BenchReport:
             "input_shapes": {k: list(v) for k, v in self.input_shapes.items()},
             "seed": self.seed,
             "skipped": [{"runtime": name, "why": why} for name, why in self.skipped],
+            "rounding_floor": list(self.rounding_floor),
         }
 
     def to_frame(self) -> pd.DataFrame:
@@ -248,6 +264,37 @@ class BenchReport:
 
 BenchProgress = Callable[[str, ProgressEvent | None], object]
 """Called as ``progress(runtime_label, event)``: preparing, then timing each runtime."""
+
+
+QUANTIZERS = ("QuantizeLinear", "DynamicQuantizeLinear")
+"""Ops that round to integer steps (and ``QLinear*``): where correct runs of a model may differ by a step."""
+
+
+def rounding_floor(
+    graph: ModelGraph, feeds: Mapping[str, np.ndarray], reference: Sequence[np.ndarray]
+) -> tuple[float, ...]:
+    """How far two correct runs of a quantized model differ, per output (empty for float models).
+
+    A quantizer rounds to integer steps: where two implementations sum in a different order,
+    a value near a rounding boundary lands on the neighbouring step, and the difference grows
+    through the layers after it. ONNX Runtime itself shows it: its unoptimised QDQ graph (float
+    arithmetic between the quantizers) and its optimised one (fused int8 kernels) differ by
+    that much. Measured here as the largest difference between ``reference`` and ONNX
+    Runtime with optimisations off, on the same inputs.
+
+    Examples
+    --------
+    >>> from explorer import load
+    >>> from explorer.runtimes import random_feeds
+    >>> g = load("zoo:mlp")
+    >>> rounding_floor(g, random_feeds(g.model), [])
+    ()
+    """
+    ops = {n.op_type for n in graph.model.graph.node}
+    if not any(op in QUANTIZERS or op.startswith("QLinear") for op in ops):
+        return ()
+    unfused = run_onnxruntime(worker_source(graph), feeds, optimization="disabled")
+    return tuple(max_abs_diff([r], [u]) for r, u in zip(reference, unfused, strict=False))
 
 
 def bench(
@@ -303,6 +350,7 @@ def bench(
     skipped = tuple((r.name, "not available here") for r in chosen if not r.available())
     results: list[BenchResult] = []
     reference: list[np.ndarray] | None = None
+    floor: tuple[float, ...] = ()
     for runtime in (r for r in chosen if r.available()):
 
         def forward(event: ProgressEvent, label: str = runtime.label) -> None:
@@ -321,7 +369,8 @@ def bench(
         outputs = list(timed["outputs"])
         if reference is None:
             reference = outputs
-        agreed = agreement(reference, outputs)
+            floor = rounding_floor(graph, inputs, reference)
+        agreed = agreement(reference, outputs, floor)
         stats = latency_stats(timed["times_ms"])
         results.append(
             BenchResult(
@@ -342,4 +391,4 @@ def bench(
         )
         if progress is not None:
             progress(runtime.label, None)
-    return BenchReport(tuple(results), graph.source, shapes, None if given else seed, skipped)
+    return BenchReport(tuple(results), graph.source, shapes, None if given else seed, skipped, floor)

@@ -76,8 +76,18 @@ class Agreement:
         return pd.DataFrame([self.to_dict()])
 
 
-def agreement(reference: Sequence[np.ndarray], outputs: Sequence[np.ndarray]) -> Agreement:
+def agreement(
+    reference: Sequence[np.ndarray], outputs: Sequence[np.ndarray], floor: Sequence[float] = ()
+) -> Agreement:
     """Compare ``outputs`` to ``reference`` with dtype-dependent tolerances.
+
+    Parameters
+    ----------
+    reference, outputs : sequence of numpy.ndarray
+        The two runs' outputs, in graph-output order.
+    floor : sequence of float
+        Per output, how far two correct runs of this model already differ (see
+        :func:`explorer.runtimes.bench.rounding_floor`): it is added to the tolerance.
 
     Examples
     --------
@@ -86,6 +96,8 @@ def agreement(reference: Sequence[np.ndarray], outputs: Sequence[np.ndarray]) ->
     True
     >>> agreement([np.ones(3, np.float32)], [np.ones(3, np.float32) * 1.1]).ok
     False
+    >>> agreement([np.ones(3, np.float32)], [np.ones(3, np.float32) * 1.1], floor=[0.1]).ok
+    True
     """
     if len(reference) != len(outputs):
         return Agreement(float("inf"), float("inf"), False, -1)
@@ -108,7 +120,10 @@ def agreement(reference: Sequence[np.ndarray], outputs: Sequence[np.ndarray]) ->
         worst_rel = max(worst_rel, float((diff / np.maximum(np.abs(a), np.finfo(np.float32).tiny)).max()))
         rtol, atol = TOLERANCES.get(ref.dtype.name, TOLERANCES["float32"])
         scale = max(1.0, float(np.abs(a[finite]).max()) if finite.any() else 1.0)
-        ok = ok and bool((diff <= atol * scale + rtol * np.abs(np.where(finite, a, 0.0))).all())
+        allowed = atol * scale + rtol * np.abs(np.where(finite, a, 0.0))
+        if index < len(floor):  # the float tolerance on top of the rounding both runs may do
+            allowed = allowed + float(floor[index])
+        ok = ok and bool((diff <= allowed).all())
     return Agreement(worst_abs, worst_rel, ok, worst)
 
 

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from explorer import load
+from explorer import load, zoo
 from explorer.cli import main
 from explorer.lower import RelaxImportFailed
 from explorer.runtimes.bench import bench, get_runtime, latency_stats
@@ -81,3 +81,26 @@ def test_bench_cli_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
     tracker = ["--rpc-tracker", "127.0.0.1:1", "--rpc-key", "x"]
     assert main(["bench", "zoo:mlp", "--runtime", "tvm", *tracker]) == 2  # no tracker: a clear error
     assert "no RPC tracker answers at 127.0.0.1:1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", zoo.names())
+def test_bench_runs_every_zoo_model_on_both_runtimes_and_they_agree(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # as a user would: the CLI, with --fix for the models TVM's importer needs rewritten first
+    args = ["bench", f"zoo:{name}", "--runtime", "ort", "--runtime", "tvm", "--fix", "--json"]
+    assert main([*args, "--warmup", "1", "--min-runs", "2", "--min-seconds", "0"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [r["runtime"] for r in report["results"]] == ["ort", "tvm"]
+    assert all(r["agrees"] for r in report["results"]), report["results"][1]["max_abs_err"]
+    assert bool(report["fixes"]) == (name in {"transformer", "control_flow", "custom_domain"})
+
+
+def test_a_quantized_model_agrees_within_onnx_runtimes_own_rounding() -> None:
+    report = bench(load("zoo:qdq_cnn"), ["ort", "tvm"], **QUICK)
+    # ONNX Runtime's QDQ graph unoptimised vs its fused int8 kernels: a value rounds to the next step
+    (floor,) = report.rounding_floor
+    assert floor > 1e-3 and report.results[1].max_abs_err > 1e-3 and report.results[1].agrees
+    assert bench(load("zoo:mlp"), ["ort"], **QUICK).rounding_floor == ()  # a float model: none
+    ones = [np.ones(4, np.float32)]
+    assert not agreement(ones, [ones[0] + 2 * floor], [floor]).ok  # beyond the rounding: disagrees
