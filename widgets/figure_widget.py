@@ -27,7 +27,6 @@ import hashlib
 import threading
 import zlib
 from pathlib import Path
-from typing import Any
 
 import anywidget
 import ipywidgets as w
@@ -155,14 +154,6 @@ class GraphFigureWidget(go.FigureWidget):
 
     _esm = _SHIM_ESM
     _oge_bundle = traitlets.Instance(w.Widget).tag(sync=True, **w.widget_serialization)
-
-    def __init__(self, data: Any = None, layout: Any = None, frames: Any = None, **kwargs: Any) -> None:
-        # A go.Figure was validated when it was built (our figures are pure functions that build
-        # one): plotly would validate every trace and the layout again, 0.03-0.06 s of a
-        # GraphView's 0.05-0.09 s in the kernel. Its later updates come from such figures too.
-        if isinstance(data, go.Figure):
-            kwargs.setdefault("_validate", False)
-        super().__init__(data, layout, frames, **kwargs)
 
     _oge_bundle_key = traitlets.Unicode().tag(sync=True)
 
