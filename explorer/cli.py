@@ -21,7 +21,7 @@ import json
 import sys
 import time
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from . import __version__
@@ -377,6 +377,26 @@ def _timeline_text(timeline: Any) -> str:
     return "\n".join(lines)
 
 
+def _with_import_fix(
+    attempt: Callable[[Any, Mapping[str, Sequence[int]] | None], Any],
+    graph: Any,
+    shapes: Mapping[str, Sequence[int]] | None,
+    *,
+    fix: bool,
+) -> tuple[Any, tuple[str, ...]]:
+    """``attempt(graph, shapes)``; when TVM's import fails and ``fix`` (``--fix``), again on the model
+    its offered fixes give. Returns the result and the fixes applied; raises RelaxImportFailed."""
+    from .lower import RelaxImportFailed
+
+    try:
+        return attempt(graph, shapes), ()
+    except RelaxImportFailed as err:
+        fixed = err.result.fixed() if fix else err.result
+        if not fixed.ok:
+            raise RelaxImportFailed(fixed) from None
+        return attempt(fixed.source, fixed.input_shapes), fixed.applied
+
+
 def _lower(args: argparse.Namespace) -> int:
     from .lower import FIX, PIPELINES, RelaxImportFailed, relax_pipeline
     from .runtimes.inputs import concrete_input_shapes
@@ -395,16 +415,10 @@ def _lower(args: argparse.Namespace) -> int:
     if args.passes:
         names = [p.strip() for p in args.passes.split(",") if p.strip()]
         passes = names[0] if len(names) == 1 and names[0] in PIPELINES else names
-    applied: tuple[str, ...] = ()
     try:
-        try:
-            timeline = relax_pipeline(graph, shapes, passes)
-        except RelaxImportFailed as err:
-            fixed = err.result.fixed() if args.fix else err.result
-            if not fixed.ok:
-                raise RelaxImportFailed(fixed) from None
-            applied = fixed.applied
-            timeline = relax_pipeline(fixed.source, fixed.input_shapes, passes)
+        timeline, applied = _with_import_fix(
+            lambda g, s: relax_pipeline(g, s, passes), graph, shapes, fix=args.fix
+        )
     except RelaxImportFailed as err:
         result = err.result
         if args.json:
@@ -507,16 +521,8 @@ def _bench(args: argparse.Namespace) -> int:
             progress=progress,
         )
 
-    applied: tuple[str, ...] = ()
     try:
-        try:
-            report = timed(graph, dict(args.input_shape) or None)
-        except RelaxImportFailed as err:
-            fixed = err.result.fixed() if args.fix else err.result
-            if not fixed.ok:
-                raise RelaxImportFailed(fixed) from None
-            applied = fixed.applied
-            report = timed(fixed.source, fixed.input_shapes)
+        report, applied = _with_import_fix(timed, graph, dict(args.input_shape) or None, fix=args.fix)
     except RelaxImportFailed as err:  # as `lower` reports it
         print(str(err), file=sys.stderr)
         if err.result.fix and not args.fix:

@@ -154,7 +154,6 @@ class GraphFigureWidget(go.FigureWidget):
 
     _esm = _SHIM_ESM
     _oge_bundle = traitlets.Instance(w.Widget).tag(sync=True, **w.widget_serialization)
-
     _oge_bundle_key = traitlets.Unicode().tag(sync=True)
 
     @traitlets.default("_oge_bundle")

@@ -220,17 +220,18 @@ def _ort_node(graph: ModelGraph, name: str, op: str, producers: Mapping[str, str
 
 
 def _ort_by_order(
-    graph: ModelGraph, unnamed: Mapping[str, Sequence[str]], claimed: set[str]
+    graph: ModelGraph, unnamed: Mapping[str, int], claimed: set[str]
 ) -> dict[tuple[str, int], str]:
     """Nodes for the fused nodes ORT names after nothing in the graph (``SkipLayerNormalization``):
-    the n-th such call of an op in a run goes to the n-th node, in graph order and not already
-    timed by name, of the first anchor op type (:data:`ORT_FUSED_ANCHORS`) with as many nodes."""
+    the n-th such call of an op in a run (``unnamed``: op -> calls a run) goes to the n-th node, in
+    graph order and not already timed by name, of the first anchor op type
+    (:data:`ORT_FUSED_ANCHORS`) with as many nodes."""
     found: dict[tuple[str, int], str] = {}
     order = graph.op_nodes()
     for op, calls in unnamed.items():
         for anchor in ORT_FUSED_ANCHORS.get(op, (op,)):
             free = [n for n in order if n not in claimed and graph.nx.nodes[n]["op_type"] == anchor]
-            if len(free) == len(calls):
+            if len(free) == calls:
                 found.update({(op, i): node for i, node in enumerate(free)})
                 claimed.update(free)
                 break
@@ -247,18 +248,18 @@ def _ort_kernels(graph: ModelGraph, records: Sequence[Mapping[str, Any]], runs: 
     # calls no name maps, keyed by (op, n-th such call of the op in its run)
     totals: dict[tuple[str, str, int | None], float] = defaultdict(float)
     seen: dict[tuple[int, str], int] = defaultdict(int)
-    unnamed: dict[str, dict[int, str]] = defaultdict(dict)
+    unnamed: dict[str, int] = defaultdict(int)  # op -> such calls in a run
     for record in records:
         key = (record["name"], record["op"])
         nth = None
         if by_name[key] is None:
             nth = seen[(record["run"], record["op"])]
             seen[(record["run"], record["op"])] += 1
-            unnamed[record["op"]][nth] = record["name"]
+            unnamed[record["op"]] = max(unnamed[record["op"]], nth + 1)
         totals[(*key, nth)] += record["ms"]
     claimed = {node for node in by_name.values() if node}
-    by_order = _ort_by_order(graph, {op: list(calls.values()) for op, calls in unnamed.items()}, claimed)
-    several = {op for op, calls in unnamed.items() if len(calls) > 1}
+    by_order = _ort_by_order(graph, unnamed, claimed)
+    several = {op for op, calls in unnamed.items() if calls > 1}
     return [
         KernelTime(
             f"{name}#{nth}" if nth is not None and op in several else name,
