@@ -1,15 +1,17 @@
-"""A plotly FigureWidget that sends plotly's 5 MB front-end bundle once per kernel, not once per widget.
+"""A plotly FigureWidget that takes plotly's front-end code from one shared widget per kernel.
 
-``go.FigureWidget`` is an anywidget: every instance carries plotly's whole JavaScript
-bundle (``_esm``, about 5 MB) in its first message, and the browser evaluates it again for
-every widget (anywidget imports it from a fresh ``blob:`` URL each time). `GraphFigureWidget`
-instead carries a few hundred bytes of ESM that takes the bundle from one shared widget that is
-never displayed (:func:`bundle_widget`, made once per kernel, the bundle zlib-compressed in a
-binary buffer: 1.8 MB). That widget's model starts evaluating plotly.js the moment it arrives in
-the page (``GraphView`` makes it before loading its model, so the browser works while the kernel
-loads) and keeps the evaluated module in the page, so the second graph of a kernel (and every
-one after it) ships only its data, and its view starts without evaluating plotly.js again.
-Everything else (traces, layout, ``batch_update``, ``on_click``) is plotly's own FigureWidget.
+``go.FigureWidget`` is an anywidget: every instance carries plotly's whole JavaScript bundle
+(``_esm``, about 5 MB) in its first message, and the browser evaluates it again for every widget
+(anywidget imports it from a fresh ``blob:`` URL each time). `GraphFigureWidget` instead carries a
+few hundred bytes of ESM that takes the bundle from the kernel's
+:func:`widgets.plotly_bundle.bundle_widget`, never displayed, whose model starts evaluating
+plotly.js the moment it arrives in the page (``GraphView`` and the kernel's warm-up make it
+first, so the browser works while the kernel loads) and keeps the evaluated module in the page.
+So the second graph of a kernel (and every one after it) ships only its data, and its view starts
+without evaluating plotly.js again. The bundle is the partial one (only the trace types the
+explorer draws: a quarter of plotly.js's evaluation time) when the figure's traces allow it
+(:func:`widgets.plotly_bundle.bundle_source`). Everything else (traces, layout, ``batch_update``,
+``on_click``) is plotly's own FigureWidget.
 
 Examples
 --------
@@ -19,107 +21,54 @@ Examples
 (True, True)
 >>> fig._oge_bundle is bundle_widget() is GraphFigureWidget()._oge_bundle
 True
+>>> GraphFigureWidget(go.Figure(go.Sankey()))._oge_bundle_key == bundle_source(["sankey"]).key
+True
 """
 
 from __future__ import annotations
 
-import hashlib
-import threading
-import zlib
-from pathlib import Path
+from collections.abc import Mapping
+from typing import Any
 
-import anywidget
 import ipywidgets as w
-import plotly
 import plotly.graph_objects as go
 import traitlets
 
-__all__ = ["GraphFigureWidget", "bundle_widget"]
+from .plotly_bundle import LOAD_JS, bundle_source, bundle_widget
 
-#: plotly's front-end bundle, as ``go.FigureWidget`` ships it.
-_BUNDLE_PATH = Path(plotly.__file__).parent / "package_data" / "widgetbundle.js"
-_LOCK = threading.Lock()
-_BUNDLE: _PlotlyBundle | None = None
+__all__ = ["GraphFigureWidget", "bundle_widget", "trace_types"]
 
 
-#: Evaluate plotly's bundle from a bundle model, once per page and key: a promise of the module
-#: that anywidget's front end takes (``{initialize, render}``), kept on ``globalThis``.
-_LOAD_JS = """\
-const CACHE = (globalThis.__oge_plotly_bundles ||= new Map());
-function loadBundle(key, packed) {
-  if (!CACHE.has(key)) {
-    const loading = (async () => {
-      const stream = new Blob([packed]).stream().pipeThrough(new DecompressionStream("deflate"));
-      const code = await new Response(stream).text();
-      const url = URL.createObjectURL(new Blob([code], { type: "text/javascript" }));
-      let mod;
-      try { mod = await import(url); } finally { URL.revokeObjectURL(url); }
-      if (mod.render) return { render: mod.render };  // the forms anywidget accepts
-      return typeof mod.default === "function" ? await mod.default() : mod.default;
-    })();
-    loading.catch(() => CACHE.delete(key));
-    CACHE.set(key, loading);
-  }
-  return CACHE.get(key);
-}
-"""
-
-#: The bundle model's own code: start evaluating plotly.js as soon as the model arrives, while
-#: the kernel is still building the figure, instead of when the first figure's view asks for it.
-_BUNDLE_ESM = (
-    _LOAD_JS
-    + """\
-export default {
-  initialize({ model }) { loadBundle(model.get("key"), model.get("code")); },
-};
-"""
-)
-
-
-class _PlotlyBundle(anywidget.AnyWidget):
-    """A widget never displayed, holding plotly's front-end bundle; its model evaluates it on arrival."""
-
-    _esm = _BUNDLE_ESM
-    #: The bundle, zlib-compressed (level 1: 5.0 -> 1.8 MB): a binary buffer, no JSON string.
-    code = traitlets.Bytes().tag(sync=True)
-    key = traitlets.Unicode().tag(sync=True)
-
-    def open(self) -> None:
-        super().open()
-        self.closed_by_page = False
-        if self.comm is not None:  # the page may refuse it (sent before its widget manager was ready)
-            self.comm.on_close(self._closed_by_page)
-
-    def _closed_by_page(self, _message: object) -> None:
-        self.closed_by_page = True
-
-
-def bundle_widget() -> w.Widget:
-    """The kernel's one widget that carries plotly's bundle to the browser (made on first use).
-
-    Call it early (``GraphView`` does, before loading its model): the browser starts
-    evaluating plotly.js as soon as this widget's model arrives, in parallel with the kernel.
+def trace_types(data: Any) -> set[str]:
+    """The trace types of what ``go.FigureWidget`` takes as ``data``: a figure, its dict, or traces.
 
     Examples
     --------
-    >>> bundle_widget() is bundle_widget()
-    True
-    >>> len(zlib.decompress(bundle_widget().code)) > 1_000_000
-    True
+    >>> sorted(trace_types({"data": [{"type": "bar"}, {"y": [1]}]}))
+    ['bar', 'scatter']
+    >>> trace_types(None), trace_types(go.Figure(go.Heatmap(z=[[1]])))
+    (set(), {'heatmap'})
     """
-    global _BUNDLE
-    with _LOCK:
-        if _BUNDLE is None or _BUNDLE.comm is None or _BUNDLE.closed_by_page:  # closed: make a new one
-            code = _BUNDLE_PATH.read_bytes()
-            key = f"plotly-{plotly.__version__}-{hashlib.sha1(code).hexdigest()[:12]}"
-            _BUNDLE = _PlotlyBundle(code=zlib.compress(code, 1), key=key)
-        return _BUNDLE
+    if data is None:
+        return set()
+    if isinstance(data, go.Figure):
+        return {trace.type for trace in data.data}
+    if isinstance(data, Mapping):
+        data = data.get("data") or ()
+    elif not isinstance(data, list | tuple):
+        data = [data]
+    return {
+        (trace.get("type") if isinstance(trace, Mapping) else getattr(trace, "type", None)) or "scatter"
+        for trace in data
+    }
 
 
 #: The ESM every GraphFigureWidget carries: the bundle model's evaluation (or, should this view
-#: come first, its own of the same bundle, under the same key), then plotly's own code.
+#: come first, its own of the same bundle, under the same key), then plotly's own code. Like
+#: anywidget, it calls the bundle's default export once per model: plotly's ``{initialize,
+#: render}`` keep that model's state in a closure, so two figures must never share one.
 _SHIM_ESM = (
-    _LOAD_JS
+    LOAD_JS
     + """\
 async function plotlyModule(model) {
   const ref = model.get("_oge_bundle") || "";
@@ -129,15 +78,22 @@ async function plotlyModule(model) {
   const bundle = await model.widget_manager.get_model(id);
   return loadBundle(key, bundle.get("code"));
 }
-export default {
-  async initialize(ctx) {
-    const widget = await plotlyModule(ctx.model);
-    return widget.initialize ? widget.initialize(ctx) : undefined;
-  },
-  async render(ctx) {
-    const widget = await plotlyModule(ctx.model);
-    return widget.render(ctx);
-  },
+export default () => {  // anywidget calls this once per model, as it would plotly's own export
+  let widget = null;  // this model's plotly {initialize, render}, made once
+  const widgetOf = (model) => (widget ||= plotlyModule(model).then(async (mod) => {
+    if (mod.render) return { initialize: mod.initialize, render: mod.render };  // anywidget's forms
+    return typeof mod.default === "function" ? await mod.default() : mod.default;
+  }));
+  return {
+    async initialize(ctx) {
+      const plotly = await widgetOf(ctx.model);
+      return plotly.initialize ? plotly.initialize(ctx) : undefined;
+    },
+    async render(ctx) {
+      const plotly = await widgetOf(ctx.model);
+      return plotly.render(ctx);
+    },
+  };
 };
 """
 )
@@ -156,10 +112,16 @@ class GraphFigureWidget(go.FigureWidget):
     _oge_bundle = traitlets.Instance(w.Widget).tag(sync=True, **w.widget_serialization)
     _oge_bundle_key = traitlets.Unicode().tag(sync=True)
 
+    def __init__(self, data: Any = None, *args: Any, **kwargs: Any) -> None:
+        # the bundle is chosen before the widget opens (its first message names it), from the
+        # figure's traces; traces of other types added later are not drawn by a partial bundle
+        self._oge_trace_types = trace_types(data)
+        super().__init__(data, *args, **kwargs)
+
     @traitlets.default("_oge_bundle")
     def _default_bundle(self) -> w.Widget:  # in the first message: the view needs it at once
-        return bundle_widget()
+        return bundle_widget(getattr(self, "_oge_trace_types", ()))
 
     @traitlets.default("_oge_bundle_key")
     def _default_bundle_key(self) -> str:
-        return bundle_widget().key
+        return bundle_source(getattr(self, "_oge_trace_types", ())).key

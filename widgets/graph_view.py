@@ -104,9 +104,11 @@ class GraphView(w.VBox):
         height: int = 650,
     ) -> None:
         # Imported here, not at the top: plotly's widget stack is only needed once a view is made.
-        from .figure_widget import GraphFigureWidget, bundle_widget
+        from .plotly_bundle import bundle_widget
 
         bundle_widget()  # first: the browser evaluates plotly.js while this kernel loads the model
+        from .figure_widget import GraphFigureWidget
+
         if isinstance(graph, ModelGraph):
             self.graph = graph
             warm_plotly()

@@ -8,11 +8,12 @@ kernel starts for a document in JupyterLab (Jupyter's server names the document 
 background thread then pays, while the user reads the notebook, what the first
 ``GraphView`` of a kernel would otherwise pay in the cell:
 
+- plotly's front-end bundle goes to the page first (:func:`widgets.plotly_bundle.bundle_widget`,
+  which needs only ipywidgets and anywidget), and the page evaluates plotly.js (0.3 s in the
+  browser for the partial bundle, 1 s for plotly's full one) while the kernel goes on;
 - the warm worker starts (:func:`widgets.warm.warm_up`);
-- the widgets and what they use import (numpy, onnx, networkx, ipywidgets, plotly's
-  widget stack: about 1 s on a small machine);
-- plotly's front-end bundle goes to the page (:func:`widgets.figure_widget.bundle_widget`),
-  which evaluates plotly.js (about 1 s in the browser) before any cell asks for a graph;
+- the widgets and what they use import (numpy, onnx, networkx, plotly's widget stack: about
+  0.5 s on a small machine);
 - plotly's first-figure costs (:func:`widgets.warm.warm_plotly`) and the first graph's:
   a tiny model is loaded (shape inference in the worker) into a whole ``GraphView`` that is
   never shown: the layouts, styles and CSS every view shares (:mod:`widgets.shared_models`)
@@ -39,12 +40,13 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Mapping
 from typing import Any
 
 from .warm import switched_off
 
-__all__ = ["failure", "load_ipython_extension", "should_warm", "start_warming", "warm_kernel"]
+__all__ = ["failure", "load_ipython_extension", "should_warm", "start_warming", "steps", "warm_kernel"]
 
 _LOG = logging.getLogger(__name__)
 _LOCK = threading.Lock()
@@ -53,6 +55,8 @@ _THREAD: threading.Thread | None = None
 _CELL_STARTED = threading.Event()
 #: Why the last warm-up failed (None: it did not); the first view then pays instead.
 failure: BaseException | None = None
+#: ``(step, time.time())`` as the warm-up went: "start", then each step of `warm_kernel` when done.
+steps: list[tuple[str, float]] = []
 
 
 def should_warm(environ: Mapping[str, str]) -> bool:
@@ -97,22 +101,25 @@ def warm_kernel(stop: threading.Event | None = None) -> list[str]:
     Examples
     --------
     >>> warm_kernel()  # a second call costs little: everything is imported and cached
-    ['imports', 'bundle', 'plotly', 'graph']
+    ['bundle', 'imports', 'plotly', 'graph']
     >>> stop = threading.Event(); stop.set()
     >>> warm_kernel(stop)
-    ['imports', 'bundle']
+    ['bundle', 'imports']
     """
-    from . import GraphView  # the widget classes and everything they import
-    from .figure_widget import bundle_widget
+    from .plotly_bundle import bundle_widget
+
+    bundle_widget()  # first (ipywidgets and anywidget only): the page starts evaluating plotly.js now
+    steps.append(("bundle", time.time()))
+    from . import GraphView  # the widget classes and everything they import; starts the worker
     from .warm import warm_plotly
 
-    done = ["imports"]
-    bundle_widget()  # the page starts evaluating plotly.js now
-    done.append("bundle")
+    done = ["bundle", "imports"]
+    steps.append(("imports", time.time()))
     if stop is not None and stop.is_set():
         return done
     warm_plotly()
     done.append("plotly")
+    steps.append(("plotly", time.time()))
     if stop is not None and stop.is_set():
         return done
     from explorer import load
@@ -123,6 +130,7 @@ def warm_kernel(stop: threading.Event | None = None) -> list[str]:
     # view shares reach the page now; its own models are closed again
     close_own(GraphView(load("zoo:mlp")))
     done.append("graph")
+    steps.append(("graph", time.time()))
     return done
 
 
@@ -153,6 +161,7 @@ def start_warming() -> threading.Thread:
     global _THREAD
     with _LOCK:
         if _THREAD is None:
+            steps.append(("start", time.time()))
             _THREAD = threading.Thread(target=_warm_quietly, name="explorer-kernel-warm", daemon=True)
             _THREAD.start()
         return _THREAD
@@ -176,4 +185,6 @@ def load_ipython_extension(ipython: Any) -> None:
 
 
 def _cell_started(*_info: Any) -> None:
+    if not _CELL_STARTED.is_set():
+        steps.append(("cell", time.time()))
     _CELL_STARTED.set()

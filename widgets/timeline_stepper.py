@@ -34,6 +34,7 @@ from explorer.op_deltas import format_op_deltas
 from explorer.timeline import Timeline
 
 from .figure_sync import follow_zoom, sync_figure
+from .figure_widget import GraphFigureWidget
 
 __all__ = ["TimelineStepper"]
 
@@ -107,8 +108,8 @@ class TimelineStepper(w.VBox):
         self.tir_panel = w.VBox([self.tir_menu, self.tir_text], layout=w.Layout(display="none"))
         self._tir_syncing = False
         self.tir_menu.observe(lambda _: None if self._tir_syncing else self._update_tir(), names="value")
-        self.before = go.FigureWidget(graph_figure(self.graph, height=height))
-        self.after = go.FigureWidget(graph_figure(self.graph, height=height))
+        self.before = GraphFigureWidget(graph_figure(self.graph, height=height))
+        self.after = GraphFigureWidget(graph_figure(self.graph, height=height))
         follow_zoom(self.before)
         follow_zoom(self.after)
 

@@ -27,8 +27,8 @@ _EVALUATED_BUNDLES = """async () => {
     if (!cache) return [];
     const keys = [];
     for (const [key, loading] of cache) {
-        const widget = await loading.catch(() => null);
-        if (widget && widget.render) keys.push(key);
+        const mod = await loading.catch(() => null);
+        if (mod && (mod.default || mod.render)) keys.push(key);
     }
     return keys;
 }"""
