@@ -17,7 +17,7 @@ Examples
 --------
 >>> import plotly.graph_objects as go
 >>> fig = GraphFigureWidget(go.Figure(go.Scatter(x=[0, 1], y=[1, 0])))
->>> isinstance(fig, go.FigureWidget), len(fig._esm) < 4000
+>>> isinstance(fig, go.FigureWidget), len(fig._esm) < 6000
 (True, True)
 >>> fig._oge_bundle is bundle_widget() is GraphFigureWidget()._oge_bundle
 True
@@ -75,22 +75,73 @@ async function plotlyModule(model) {
   const id = ref.startsWith("IPY_MODEL_") ? ref.slice("IPY_MODEL_".length) : ref;
   const key = model.get("_oge_bundle_key");
   if (CACHE.has(key)) return CACHE.get(key);
-  const bundle = await model.widget_manager.get_model(id);
-  return loadBundle(key, bundle.get("code"));
+  return bundleCode(model.widget_manager, id, key);
+}
+// The bundle: its model is here already (the kernel sends it before any figure), unless the kernel
+// opened it before this page listened. Then ask the kernel, once idle, to send it again (a silent
+// execution that binds no name), and take it, or the old model should the manager's restore bring
+// it, whichever comes first.
+async function bundleCode(manager, id, key) {
+  if (manager.has_model(id)) return loadBundle(key, (await manager.get_model(id)).get("code"));
+  const again = `__import__("widgets.plotly_bundle", fromlist=["_"]).send_again(${JSON.stringify(key)})`;
+  if (manager.kernel) manager.kernel.requestExecute({ code: again, silent: true, store_history: false });
+  for (let waited = 0; waited < 300000; waited += 100) {
+    if (CACHE.has(key)) return CACHE.get(key);  // the bundle sent again has arrived
+    if (manager.has_model(id)) return loadBundle(key, (await manager.get_model(id)).get("code"));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`plotly's bundle ${key} never reached this page`);
+}
+// plotly's initialize, once plotly.js is here: it listens to the model through a proxy that also
+// hands it the changes made meanwhile (held), in order, as if it had been listening from the start.
+function initializeLate(plotly, ctx, held) {
+  if (!plotly.initialize) return;
+  const listeners = new Map();  // "change:NAME" -> plotly's callbacks
+  const replaying = new Map();  // NAME -> the held value plotly reads while its callbacks replay
+  const model = {
+    ...ctx.model,
+    get: (name) => (replaying.has(name) ? replaying.get(name) : ctx.model.get(name)),
+    on: (name, callback) => {
+      if (!listeners.has(name)) listeners.set(name, []);
+      listeners.get(name).push(callback);
+      ctx.model.on(name, callback);
+    },
+  };
+  plotly.initialize({ ...ctx, model });
+  // The figure's whole data and layout, sent again when it is displayed, hold every edit before
+  // them: replay only what came after the last of them.
+  const whole = held.findLastIndex((changed) => "_widget_data" in changed || "_widget_layout" in changed);
+  for (const changed of held.slice(whole + 1)) {
+    for (const [name, value] of Object.entries(changed)) {
+      replaying.set(name, value);
+      for (const callback of listeners.get(`change:${name}`) || []) callback();
+      replaying.delete(name);
+    }
+  }
 }
 export default () => {  // anywidget calls this once per model, as it would plotly's own export
   let widget = null;  // this model's plotly {initialize, render}, made once
+  let ready = null;  // plotly's initialize done
   const widgetOf = (model) => (widget ||= plotlyModule(model).then(async (mod) => {
     if (mod.render) return { initialize: mod.initialize, render: mod.render };  // anywidget's forms
     return typeof mod.default === "function" ? await mod.default() : mod.default;
   }));
   return {
-    async initialize(ctx) {
-      const plotly = await widgetOf(ctx.model);
-      return plotly.initialize ? plotly.initialize(ctx) : undefined;
+    // Returns at once: anywidget drops a model's messages (the figure's data comes in them) when
+    // its initialize takes over 2 s, and plotly.js may still be on its way (being evaluated, or
+    // sent again). The model's changes until then are held for plotly's own initialize.
+    initialize(ctx) {
+      const held = [];
+      const hold = (model) => held.push({ ...model.changed });  // Backbone: what this set() changed
+      ctx.model.on("change", hold);
+      ready = widgetOf(ctx.model).then((plotly) => {
+        ctx.model.off("change", hold);
+        initializeLate(plotly, ctx, held);
+      });
     },
     async render(ctx) {
       const plotly = await widgetOf(ctx.model);
+      await ready;
       return plotly.render(ctx);
     },
   };

@@ -14,10 +14,12 @@ background thread then pays, while the user reads the notebook, what the first
 - the warm worker starts (:func:`widgets.warm.warm_up`);
 - the widgets and what they use import (numpy, onnx, networkx, plotly's widget stack: about
   0.5 s on a small machine);
-- plotly's first-figure costs (:func:`widgets.warm.warm_plotly`) and the first graph's:
-  a tiny model is loaded (shape inference in the worker) into a whole ``GraphView`` that is
-  never shown: the layouts, styles and CSS every view shares (:mod:`widgets.shared_models`)
-  reach the page, and the view's own models are closed again.
+- plotly's first-figure costs (:func:`widgets.warm.warm_plotly`);
+- once the page has said that the bundle arrived (sent again if it has not: a widget opened
+  before the page listened is lost), the first graph's costs: a tiny model is loaded (shape
+  inference in the worker) into a whole ``GraphView`` that is never shown: the layouts, styles
+  and CSS every view shares (:mod:`widgets.shared_models`) reach the page, and the view's own
+  models are closed again.
 
 A cell run meanwhile waits for what it needs (Python's import locks), never does it twice, and
 stops the warm-up's optional steps (:func:`warm_kernel`'s ``stop``).
@@ -41,7 +43,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .warm import switched_off
@@ -55,8 +57,11 @@ _THREAD: threading.Thread | None = None
 _CELL_STARTED = threading.Event()
 #: Why the last warm-up failed (None: it did not); the first view then pays instead.
 failure: BaseException | None = None
-#: ``(step, time.time())`` as the warm-up went: "start", then each step of `warm_kernel` when done.
+#: ``(step, time.time())`` as the warm-up went: "start", then each step of `warm_kernel` when done
+#: ("page": the page said plotly's bundle arrived; "cell": a cell started).
 steps: list[tuple[str, float]] = []
+#: How long the warm-up waits for the page to confirm plotly's bundle (then once more, sent again).
+PAGE_WAIT_S = 5.0
 
 
 def should_warm(environ: Mapping[str, str]) -> bool:
@@ -82,7 +87,7 @@ def should_warm(environ: Mapping[str, str]) -> bool:
     return bool(environ.get("JPY_SESSION_NAME")) and not off
 
 
-def warm_kernel(stop: threading.Event | None = None) -> list[str]:
+def warm_kernel(stop: threading.Event | None = None, page_wait_s: float | None = None) -> list[str]:
     """Pay the first GraphView's one-off costs now (see the module docstring); run in a thread.
 
     Parameters
@@ -92,6 +97,11 @@ def warm_kernel(stop: threading.Event | None = None) -> list[str]:
         need at once (plotly's first-figure warm-up, the off-screen graph) are skipped, so they
         do not compete with the cell for the GIL. The imports and the bundle are always done:
         the cell needs them anyway.
+    page_wait_s : float, optional
+        Before the off-screen graph, wait this long for the page to say that plotly's bundle
+        arrived, and send it again if not. A widget the kernel opens before the page listens to
+        it never reaches the page, and the graph's shared layouts must (a later view refers to
+        them). None: do not wait (no page).
 
     Returns
     -------
@@ -105,21 +115,26 @@ def warm_kernel(stop: threading.Event | None = None) -> list[str]:
     >>> stop = threading.Event(); stop.set()
     >>> warm_kernel(stop)
     ['bundle', 'imports']
+    >>> warm_kernel(page_wait_s=0.1)  # no page here: no graph, whose widgets could be lost
+    ['bundle', 'imports', 'plotly']
     """
-    from .plotly_bundle import bundle_widget
+    from .plotly_bundle import bundle_widget, send_again
 
-    bundle_widget()  # first (ipywidgets and anywidget only): the page starts evaluating plotly.js now
+    bundle = bundle_widget()  # first (ipywidgets and anywidget only): the page evaluates plotly.js now
+    done = ["bundle"]
     steps.append(("bundle", time.time()))
     from . import GraphView  # the widget classes and everything they import; starts the worker
     from .warm import warm_plotly
 
-    done = ["bundle", "imports"]
+    done.append("imports")
     steps.append(("imports", time.time()))
     if stop is not None and stop.is_set():
         return done
     warm_plotly()
     done.append("plotly")
     steps.append(("plotly", time.time()))
+    if page_wait_s is not None and not _page_has(bundle, page_wait_s, send_again):
+        return done  # no page listens: the view's shared models could be lost too
     if stop is not None and stop.is_set():
         return done
     from explorer import load
@@ -134,10 +149,22 @@ def warm_kernel(stop: threading.Event | None = None) -> list[str]:
     return done
 
 
+def _page_has(bundle: Any, wait_s: float, send_again: Callable[[str], Any]) -> bool:
+    """Whether the page said plotly's bundle arrived within ``wait_s`` (sent again once if not)."""
+    for attempt in range(2):
+        if bundle.arrived.wait(wait_s):
+            steps.append(("page", time.time()))
+            return True
+        if attempt == 0:  # sent before the page listened: lost; the page listens by now
+            bundle = send_again(bundle.key) or bundle
+            steps.append(("bundle again", time.time()))
+    return False
+
+
 def _warm_quietly() -> None:
     global failure
     try:
-        warm_kernel(_CELL_STARTED)
+        warm_kernel(_CELL_STARTED, PAGE_WAIT_S)
     except Exception as error:  # a warm-up never disturbs the notebook: the first view pays instead
         failure = error
         _LOG.warning("onnx-graph-explorer: warming the kernel failed", exc_info=True)

@@ -42,7 +42,15 @@ import anywidget
 import ipywidgets as w
 import traitlets
 
-__all__ = ["LOAD_JS", "PARTIAL_BUNDLE", "PARTIAL_TRACES", "BundleSource", "bundle_source", "bundle_widget"]
+__all__ = [
+    "LOAD_JS",
+    "PARTIAL_BUNDLE",
+    "PARTIAL_TRACES",
+    "BundleSource",
+    "bundle_source",
+    "bundle_widget",
+    "send_again",
+]
 
 #: plotly.py's bundle with a plotly.js of only :data:`PARTIAL_TRACES` (``scripts/plotly_bundle``).
 PARTIAL_BUNDLE = Path(__file__).parent / "static" / "plotly-widget-partial.js"
@@ -81,12 +89,16 @@ function loadBundle(key, packed) {
 """
 
 #: The bundle model's own code: start evaluating plotly.js as soon as the model arrives, while
-#: the kernel is still building the figure, instead of when the first figure's view asks for it.
+#: the kernel is still building the figure, instead of when the first figure's view asks for it;
+#: and tell the kernel it arrived (a widget opened before the page listened never does).
 _BUNDLE_ESM = (
     LOAD_JS
     + """\
 export default {
-  initialize({ model }) { loadBundle(model.get("key"), model.get("code")); },
+  initialize({ model }) {
+    loadBundle(model.get("key"), model.get("code"));
+    model.send({ oge_bundle_arrived: model.get("key") });
+  },
 };
 """
 )
@@ -177,11 +189,18 @@ class _PlotlyBundle(anywidget.AnyWidget):
     def open(self) -> None:
         super().open()
         self.closed_by_page = False
+        #: Set when the page says the bundle arrived (the kernel hears it when idle).
+        self.arrived = threading.Event()
+        self.on_msg(self._page_said)
         if self.comm is not None:  # the page may refuse it (sent before its widget manager was ready)
             self.comm.on_close(self._closed_by_page)
 
     def _closed_by_page(self, _message: object) -> None:
         self.closed_by_page = True
+
+    def _page_said(self, _widget: object, content: object, _buffers: object) -> None:
+        if isinstance(content, dict) and content.get("oge_bundle_arrived") == self.key:
+            self.arrived.set()
 
 
 def bundle_widget(trace_types: Iterable[str] = ()) -> w.Widget:
@@ -211,6 +230,46 @@ def bundle_widget(trace_types: Iterable[str] = ()) -> w.Widget:
     with _LOCK:
         widget = _BUNDLES.get(source.key)
         if widget is None or widget.comm is None or widget.closed_by_page:  # closed: make a new one
-            code = zlib.compress(source.path.read_bytes(), 1)
-            widget = _BUNDLES[source.key] = _PlotlyBundle(code=code, key=source.key)
+            widget = _BUNDLES[source.key] = _new_bundle(source)
         return widget
+
+
+def _new_bundle(source: BundleSource) -> _PlotlyBundle:
+    return _PlotlyBundle(code=zlib.compress(source.path.read_bytes(), 1), key=source.key)
+
+
+def send_again(key: str) -> w.Widget | None:
+    """Send the bundle named ``key`` to the page again, in a new widget (for a page that never got it).
+
+    A widget the kernel opens before the page listens to it never reaches the page: the kernel's
+    warm-up can send the bundle that early. A figure whose view finds no bundle model asks for
+    this (a silent execution, run once the kernel is idle); the kernel's warm-up does it when
+    the page has not said that the bundle arrived.
+
+    Parameters
+    ----------
+    key : str
+        A :attr:`BundleSource.key`.
+
+    Returns
+    -------
+    ipywidgets.Widget or None
+        The new bundle widget; None for a key this kernel never sent.
+
+    Examples
+    --------
+    >>> old = bundle_widget()
+    >>> new = send_again(old.key)
+    >>> new is bundle_widget() is not old, old.comm is None
+    (True, True)
+    >>> send_again("no-such-bundle") is None
+    True
+    """
+    with _LOCK:
+        old = _BUNDLES.get(key)
+        if old is None:
+            return None
+        source = next(s for s in _sources() if s is not None and s.key == key)
+        widget = _BUNDLES[key] = _new_bundle(source)
+    old.close()
+    return widget

@@ -61,3 +61,36 @@ def test_figures_made_together_each_draw_and_follow_their_own_data(
     assert page.locator(".js-plotly-plot").nth(2).locator(".sankey").count() == 1  # drawn, not blank
     assert not cell_errors(page)
     assert not blocked_requests
+
+
+_LOST_BUNDLE_CELL = """\
+from comm import create_comm
+import plotly.graph_objects as go
+from widgets import plotly_bundle
+from widgets.figure_widget import GraphFigureWidget
+
+# as when the kernel opened its bundle widget before this page listened: the page never had it
+key = plotly_bundle.bundle_source(["scatter"]).key
+lost = create_comm(target_name="oge-test-nowhere", data={})  # the page refuses an unknown target
+plotly_bundle._BUNDLES[key] = plotly_bundle._PlotlyBundle(comm=lost, code=b"", key=key)
+fig = GraphFigureWidget(go.Figure(go.Scatter(y=[1, 3, 2], name="sent")))
+display(fig)
+fig.data[0].name = "sent again"  # a restyle before the page has plotly.js: held, then replayed"""
+
+
+def test_a_figure_whose_bundle_never_reached_the_page_gets_it_sent_again(
+    page: Page, lab: LabServer, notebook_dir: Path, blocked_requests: list[str]
+) -> None:
+    path = write_notebook(notebook_dir, "figure_widget_lost_bundle.ipynb", [_LOST_BUNDLE_CELL])
+    open_notebook(page, lab, path)
+    # the page forgets what it evaluated: only a bundle sent again can draw the figure
+    page.wait_for_function(
+        "() => globalThis.__oge_plotly_bundles && globalThis.__oge_plotly_bundles.size > 0"
+    )
+    page.evaluate("() => globalThis.__oge_plotly_bundles.clear()")
+    assert run_all(page), cell_errors(page)
+    wait_for_outputs(page, ".js-plotly-plot")
+    page.wait_for_function(f"() => ({_NAMES})()[0] === 'sent again'", timeout=60_000)
+    assert page.evaluate("() => globalThis.__oge_plotly_bundles.size") == 1
+    assert not cell_errors(page)
+    assert not blocked_requests
