@@ -82,12 +82,13 @@ async function plotlyModule(model) {
 // execution that binds no name), and take it, or the old model should the manager's restore bring
 // it, whichever comes first.
 async function bundleCode(manager, id, key) {
-  if (manager.has_model(id)) return loadBundle(key, (await manager.get_model(id)).get("code"));
+  const fromModel = async () => loadBundle(key, (await manager.get_model(id)).get("code"));
+  if (manager.has_model(id)) return fromModel();
   const again = `__import__("widgets.plotly_bundle", fromlist=["_"]).send_again(${JSON.stringify(key)})`;
   if (manager.kernel) manager.kernel.requestExecute({ code: again, silent: true, store_history: false });
   for (let waited = 0; waited < 300000; waited += 100) {
     if (CACHE.has(key)) return CACHE.get(key);  // the bundle sent again has arrived
-    if (manager.has_model(id)) return loadBundle(key, (await manager.get_model(id)).get("code"));
+    if (manager.has_model(id)) return fromModel();
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   throw new Error(`plotly's bundle ${key} never reached this page`);

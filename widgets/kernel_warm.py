@@ -43,7 +43,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from .warm import switched_off
@@ -118,22 +118,25 @@ def warm_kernel(stop: threading.Event | None = None, page_wait_s: float | None =
     >>> warm_kernel(page_wait_s=0.1)  # no page here: no graph, whose widgets could be lost
     ['bundle', 'imports', 'plotly']
     """
-    from .plotly_bundle import bundle_widget, send_again
+    from .plotly_bundle import bundle_widget
+
+    done: list[str] = []
+
+    def mark(step: str) -> None:  # the steps returned, and the kernel's timeline of them
+        done.append(step)
+        steps.append((step, time.time()))
 
     bundle = bundle_widget()  # first (ipywidgets and anywidget only): the page evaluates plotly.js now
-    done = ["bundle"]
-    steps.append(("bundle", time.time()))
+    mark("bundle")
     from . import GraphView  # the widget classes and everything they import; starts the worker
     from .warm import warm_plotly
 
-    done.append("imports")
-    steps.append(("imports", time.time()))
+    mark("imports")
     if stop is not None and stop.is_set():
         return done
     warm_plotly()
-    done.append("plotly")
-    steps.append(("plotly", time.time()))
-    if page_wait_s is not None and not _page_has(bundle, page_wait_s, send_again):
+    mark("plotly")
+    if page_wait_s is not None and not _page_has(bundle, page_wait_s):
         return done  # no page listens: the view's shared models could be lost too
     if stop is not None and stop.is_set():
         return done
@@ -144,13 +147,14 @@ def warm_kernel(stop: threading.Event | None = None, page_wait_s: float | None =
     # a whole view, never shown: its code paths warm, and the layouts, styles and CSS that every
     # view shares reach the page now; its own models are closed again
     close_own(GraphView(load("zoo:mlp")))
-    done.append("graph")
-    steps.append(("graph", time.time()))
+    mark("graph")
     return done
 
 
-def _page_has(bundle: Any, wait_s: float, send_again: Callable[[str], Any]) -> bool:
+def _page_has(bundle: Any, wait_s: float) -> bool:
     """Whether the page said plotly's bundle arrived within ``wait_s`` (sent again once if not)."""
+    from .plotly_bundle import send_again
+
     for attempt in range(2):
         if bundle.arrived.wait(wait_s):
             steps.append(("page", time.time()))

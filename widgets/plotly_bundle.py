@@ -59,6 +59,7 @@ _LOCK = threading.Lock()
 _BUNDLES: dict[str, _PlotlyBundle] = {}
 
 
+@cache
 def _partial_meta() -> dict[str, object]:
     try:
         return json.loads(_PARTIAL_META.read_text())
