@@ -196,6 +196,24 @@ class GraphView(w.VBox):
         self.add_class("oge-graph-view")
         self._update_status()
 
+    def __repr__(self) -> str:
+        """What the view shows, in one line (the output's ``text/plain``), not the tree of its widgets.
+
+        Examples
+        --------
+        >>> GraphView("zoo:mlp")
+        GraphView(zoo:mlp: 6 nodes, 8 items drawn)
+        """
+        return f"{type(self).__name__}({self._what_is_drawn()})"
+
+    def _what_is_drawn(self) -> str:
+        summary = self.graph.summary() if self.graph.model is not None else None
+        boxes = len(self.layout_.groups)
+        return (
+            f"{self.graph.source}: {summary.nodes if summary else len(self.graph)} nodes, "
+            f"{len(self.layout_.positions)} items drawn" + (f" ({boxes} collapsed scopes)" if boxes else "")
+        )
+
     # -- drawing -------------------------------------------------------------------------------
 
     def _overlay(self, color_by: str) -> tuple[Mapping[str, Any] | None, Mapping[str, str] | None]:
@@ -231,16 +249,8 @@ class GraphView(w.VBox):
             self._update_status()
 
     def _update_status(self) -> None:
-        summary = self.graph.summary() if self.graph.model is not None else None
         where = f"subgraph <code>{html.escape(self._stack[-1][2])}</code> of " if self._stack else ""
-        nodes = summary.nodes if summary else len(self.graph)
-        boxes = len(self.layout_.groups)
-        self.status.value = (
-            f"<span>{where}{html.escape(self.graph.source)}: {nodes} nodes, "
-            f"{len(self.layout_.positions)} items drawn"
-            + (f" ({boxes} collapsed scopes)" if boxes else "")
-            + "</span>"
-        )
+        self.status.value = f"<span>{where}{html.escape(self._what_is_drawn())}</span>"
 
     # -- events --------------------------------------------------------------------------------
 
