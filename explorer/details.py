@@ -20,7 +20,7 @@ from onnx import TensorProto
 
 from .graph_memo import PerGraph
 from .onnx_protos import constant_tensor
-from .tensors import format_shape
+from .tensors import format_bytes, format_shape
 from .weights import tensor_stats
 
 if TYPE_CHECKING:
@@ -253,12 +253,15 @@ def details_html(details: NodeDetails) -> str:
             for k, v in sorted(details.attributes.items())
         )
         parts.append(f"<b>attributes</b><table>{rows}</table>")
+    # one column: each tensor's name on its own line (long names wrap anywhere), then its shape
+    # (never broken) and where it goes, so a narrow panel reads like a list, not a squeezed table
     for label, entries, peer in (("inputs", details.inputs, "from"), ("outputs", details.outputs, "to")):
         if entries:
             rows = "".join(
-                f"<tr><td><code>{_esc(_short(e['tensor'], 50))}</code></td>"
-                f"<td>{_esc(format_shape(e['shape']))} {_esc(e['dtype'] or '')}</td>"
-                f"<td>{peer} <code>{_esc(_short(e['peer'], 60))}</code></td></tr>"
+                f"<tr><td>{_tensor_name(e['tensor'])}"
+                f'<div class="oge-meta">{_shape_dtype(e["shape"], e["dtype"])}'
+                + (f" · {peer} <code>{_esc(_short(e['peer'], 80))}</code>" if e.get("peer") else "")
+                + "</div></td></tr>"
                 for e in entries
             )
             parts.append(f"<b>{label}</b><table>{rows}</table>")
@@ -267,17 +270,27 @@ def details_html(details: NodeDetails) -> str:
         for w in details.weights:
             stats = w.get("stats") or {}
             stat_text = " ".join(f"{k}={v:.3g}" for k, v in stats.items())
-            values = "" if w.get("values") is None else f" = {_esc(_short(w['values'], 60))}"
+            values = "" if w.get("values") is None else f" = <code>{_esc(_short(w['values'], 60))}</code>"
             rows.append(
-                f"<tr><td><code>{_esc(_short(w['name'], 50))}</code></td>"
-                f"<td>{_esc(format_shape(w['shape']))} {_esc(w['dtype'])}{values}</td>"
-                f"<td>{w['nbytes']:,} B</td><td>{_esc(stat_text)}</td></tr>"
+                f"<tr><td>{_tensor_name(w['name'])}"
+                f'<div class="oge-meta">{_shape_dtype(w["shape"], w["dtype"])} · '
+                f'<span title="{w["nbytes"]:,} bytes">{format_bytes(w["nbytes"])}</span>{values}</div>'
+                + (f'<div class="oge-meta">{_esc(stat_text)}</div>' if stat_text else "")
+                + "</td></tr>"
             )
         parts.append(f"<b>weights</b><table>{''.join(rows)}</table>")
     if details.subgraphs:
         parts.append(f"<b>subgraphs</b>: {_esc(', '.join(details.subgraphs))}")
     parts.append("</div>")
     return "".join(parts)
+
+
+def _tensor_name(name: str) -> str:
+    return f'<code class="oge-tensor">{_esc(_short(name, 120))}</code>'
+
+
+def _shape_dtype(shape: Any, dtype: str | None) -> str:
+    return f'<span class="oge-shape">{_esc(format_shape(shape))} {_esc(dtype or "")}</span>'
 
 
 _INITIALIZERS: PerGraph[dict[str, TensorProto]] = PerGraph(

@@ -52,7 +52,9 @@ _CSS = """
 <style>
 .oge-details table { border-collapse: collapse; font-size: 12px; margin: 2px 0 6px 0; }
 .oge-details td { border-bottom: 1px solid #eee; padding: 1px 6px 1px 0; vertical-align: top; }
-.oge-details code { font-size: 11px; }
+.oge-details code { font-size: 11px; overflow-wrap: anywhere; }
+.oge-details .oge-meta { color: #444; margin-left: 8px; }
+.oge-details .oge-shape { white-space: nowrap; }
 .oge-panel { overflow-y: auto; }
 </style>
 """
