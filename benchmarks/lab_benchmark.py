@@ -27,8 +27,11 @@ done), ``plot`` when the plot element appeared; ``drawn - exec`` is widget messa
 plotly.js in the browser. ``exec`` is empty when the graph was drawn before the reply came
 (the view renders from the widget messages, which come before the reply).
 ``--compare TREE`` also times another source tree (say ``git archive BASE | tar -x -C
-/tmp/base``) in the same server and browser, alternating with this one, so a before/after
-comparison shares the machine's load. ``--breakdown`` also runs, in a fresh kernel, a cell that times
+/tmp/base``, then ``python -m compileall -q /tmp/base/explorer /tmp/base/widgets``: these machines
+set ``PYTHONDONTWRITEBYTECODE``) in a second server of the same environment whose kernels have
+``PYTHONPATH=TREE`` (so the kernel's own warm-up imports that tree too), in the same browser,
+alternating with this one, so a before/after comparison shares the machine's load.
+``--breakdown`` also runs, in a fresh kernel, a cell that times
 each step of ``GraphView(path)`` on its own (imports, ``explorer.load``, layout, figure,
 plotly's widget stack, the widgets) and the size of the figure widget's state.
 
@@ -524,7 +527,15 @@ def main(argv: list[str] | None = None) -> int:
     breakdowns: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="oge-lab-") as tmp:
         labs = {"": start_lab(Path(tmp) / "notebooks", Path(tmp) / "state", timeout=120)}
+        labs_compare: LabServer | None = None
         try:
+            if args.compare is not None:  # its kernels, warm-up included, import the other tree
+                labs_compare = start_lab(
+                    Path(tmp) / "notebooks-compare",
+                    Path(tmp) / "state-compare",
+                    timeout=120,
+                    env={"PYTHONPATH": str(args.compare.resolve())},
+                )
             if args.without_kernel_warm:
                 labs[" (no kernel warm-up)"] = start_lab(
                     Path(tmp) / "notebooks-cold",
@@ -552,16 +563,17 @@ def main(argv: list[str] | None = None) -> int:
                                         label=f"{model}{suffix}{_settled(settle)}",
                                         settle=settle,
                                     )
-                            if args.compare is not None:
+                            for settle in args.settle if args.compare is not None else ():
                                 timings += measure_lab(
                                     browser,
-                                    labs[""],
+                                    labs_compare,
                                     model,
                                     paths[model],
                                     args.again,
                                     args.timeout,
                                     tree=args.compare,
-                                    label=f"{model} ({args.compare_label})",
+                                    label=f"{model} ({args.compare_label}){_settled(settle)}",
+                                    settle=settle,
                                 )
                             if netron is not None:
                                 timings.append(
@@ -575,11 +587,11 @@ def main(argv: list[str] | None = None) -> int:
                 finally:
                     browser.close()
         finally:
-            for lab in labs.values():
+            for lab in [*labs.values(), *([labs_compare] if labs_compare is not None else [])]:
                 stop_lab(lab)
     variants = [f"{suffix}{_settled(settle)}" for suffix in labs for settle in args.settle]
     if args.compare:
-        variants.append(f" ({args.compare_label})")
+        variants += [f" ({args.compare_label}){_settled(settle)}" for settle in args.settle]
     for timing in [t for t in timings if t.what == "netron"]:  # the same Netron time for every variant
         timings += [dataclasses.replace(timing, model=timing.model + v) for v in variants if v]
     names = [m + v for m in args.models for v in variants]
