@@ -250,8 +250,6 @@ def summarize(graph: ModelGraph) -> ModelSummary:
     >>> summarize(load("zoo:mlp")).inputs[0].name
     'input'
     """
-    from .targets.ort_kernels import ort_ops  # ONNX Runtime's kernel registry, read in one place
-
     model = graph.model
     if model is None:
         raise ValueError("summaries are computed for top-level graphs (this one has no ModelProto)")
@@ -282,6 +280,10 @@ def summarize(graph: ModelGraph) -> ModelSummary:
             elif (node.domain, node.op_type) not in local_functions and not has_schema(
                 node.op_type, node.domain
             ):
+                # ONNX Runtime's kernel registry, read in one place; imported only for an op with
+                # no ONNX schema (explorer.targets imports every target: 80 ms of a first view)
+                from .targets.ort_kernels import ort_ops
+
                 key = (node.domain or "ai.onnx", node.op_type)
                 (contrib if key in ort_ops() else unknown).add("::".join(key))
         for tensor in tensors:
