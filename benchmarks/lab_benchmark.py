@@ -8,7 +8,10 @@ each model measures:
   ``GraphView("MODEL.onnx")``, opened in a new browser context with a new kernel (the page
   waits until the status bar says the kernel is idle, as a user would); from running the
   cell (``notebook:run-all-cells``) to the graph being drawn;
-- ``again``: the same cell run again in the same kernel and page;
+- ``again``: the same cell run again in the same kernel and page, once the previous run is
+  over (its execution finished, the kernel's reply in the page) and ``--pause`` seconds later
+  (0.5 by default: a user looks at the graph before running the cell again; 0 clicks at once,
+  and a click while the previous run still finishes in the kernel times its tail too);
 - ``netron``: when Netron is installed (``/work/netron-venv/bin/netron`` or ``--netron``),
   ``netron MODEL.onnx`` serving on 127.0.0.1 and, in a new browser context, from the page
   navigation (``performance.timeOrigin``) to Netron's graph being drawn.
@@ -95,7 +98,8 @@ _RUN_JS = """async (timeoutMs) => {
     const before = new Set(document.querySelectorAll('.js-plotly-plot'));
     const result = { exec: null, plot: null, drawn: null, points: 0, ok: null };
     const t0 = performance.now();
-    window.jupyterapp.commands.execute('notebook:run-all-cells').then(
+    window.__ogeRun = window.jupyterapp.commands.execute('notebook:run-all-cells');
+    window.__ogeRun.then(
         (ok) => { result.exec = performance.now() - t0; result.ok = ok !== false; },
         (err) => { result.exec = performance.now() - t0; result.ok = false; result.error = String(err); },
     );
@@ -218,6 +222,10 @@ def ensure_models(folder: Path, names: list[str]) -> dict[str, Path]:
     return paths
 
 
+#: Waits until the last run of :data:`_RUN_JS` in this page has finished (its execute promise).
+_LAST_RUN_OVER_JS = """async () => { if (window.__ogeRun) { try { await window.__ogeRun; } catch (e) {} } }"""
+
+
 def run_cell_until_drawn(page: Any, model: str, what: str, timeout_s: float) -> Timing:
     """Run the open notebook's cells and time them until a new plot is drawn (see the module doc).
 
@@ -259,11 +267,13 @@ def measure_lab(
     tree: Path | None = None,
     label: str | None = None,
     settle: float = 0.0,
+    pause: float = 0.5,
 ) -> list[Timing]:
     """One fresh kernel: the cell run once, then ``again`` more times in the same kernel.
 
     ``settle`` is how long the notebook stays open, its kernel idle, before the first run (a
-    user reading it); 0 runs it as soon as the kernel is idle.
+    user reading it); 0 runs it as soon as the kernel is idle. Each run again waits for the
+    previous one to finish, then ``pause`` seconds (the user looks at the graph).
 
     With ``tree``, the cell first puts that source tree at the front of ``sys.path`` (worker
     children inherit it), so another checkout (a baseline) runs in the same server and browser;
@@ -282,6 +292,9 @@ def measure_lab(
         open_notebook(page, lab, notebook, timeout_ms=timeout_s * 1000)
         page.wait_for_timeout(settle * 1000)
         for index in range(1 + again):
+            if index:
+                page.evaluate(_LAST_RUN_OVER_JS)
+                page.wait_for_timeout(pause * 1000)
             timing = run_cell_until_drawn(page, model, "again" if index else "fresh", timeout_s)
             _log(f"  {model} {timing.what}: {_fmt(timing.drawn)} (exec {_fmt(timing.exec)})")
             timings.append(timing)
@@ -507,6 +520,12 @@ def main(argv: list[str] | None = None) -> int:
         help="seconds the notebook stays open (kernel idle) before the fresh run; several: each, in turn",
     )
     parser.add_argument(
+        "--pause",
+        type=float,
+        default=0.5,
+        help="seconds between a run's end (drawn, the kernel's reply in) and the next run again",
+    )
+    parser.add_argument(
         "--without-kernel-warm",
         action="store_true",
         help="also time kernels without widgets.kernel_warm (a second JupyterLab, EXPLORER_NO_KERNEL_WARM=1)",
@@ -562,6 +581,7 @@ def main(argv: list[str] | None = None) -> int:
                                         args.timeout,
                                         label=f"{model}{suffix}{_settled(settle)}",
                                         settle=settle,
+                                        pause=args.pause,
                                     )
                             for settle in args.settle if args.compare is not None else ():
                                 timings += measure_lab(
@@ -574,6 +594,7 @@ def main(argv: list[str] | None = None) -> int:
                                     tree=args.compare,
                                     label=f"{model} ({args.compare_label}){_settled(settle)}",
                                     settle=settle,
+                                    pause=args.pause,
                                 )
                             if netron is not None:
                                 timings.append(
