@@ -222,8 +222,13 @@ def ensure_models(folder: Path, names: list[str]) -> dict[str, Path]:
     return paths
 
 
-#: Waits until the last run of :data:`_RUN_JS` in this page has finished (its execute promise).
-_LAST_RUN_OVER_JS = """async () => { if (window.__ogeRun) { try { await window.__ogeRun; } catch (e) {} } }"""
+#: Waits until the last run of :data:`_RUN_JS` in this page has finished (its execute promise),
+#: at most ``timeoutMs``; resolves to whether it finished.
+_LAST_RUN_OVER_JS = """async (timeoutMs) => {
+    if (!window.__ogeRun) { return true; }
+    const over = window.__ogeRun.then(() => true, () => true);
+    return Promise.race([over, new Promise((done) => setTimeout(() => done(false), timeoutMs))]);
+}"""
 
 
 def run_cell_until_drawn(page: Any, model: str, what: str, timeout_s: float) -> Timing:
@@ -293,7 +298,8 @@ def measure_lab(
         page.wait_for_timeout(settle * 1000)
         for index in range(1 + again):
             if index:
-                page.evaluate(_LAST_RUN_OVER_JS)
+                if not page.evaluate(_LAST_RUN_OVER_JS, timeout_s * 1000):
+                    _log(f"  {model}: the previous run did not finish within {timeout_s:g} s")
                 page.wait_for_timeout(pause * 1000)
             timing = run_cell_until_drawn(page, model, "again" if index else "fresh", timeout_s)
             _log(f"  {model} {timing.what}: {_fmt(timing.drawn)} (exec {_fmt(timing.exec)})")
