@@ -13,8 +13,21 @@ ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 
-def test_there_are_notebooks() -> None:
-    assert [p.name for p in NOTEBOOKS][:2] == ["00_tour.ipynb", "01_passes.ipynb"]
+COURSE = [
+    "00_tour.ipynb",
+    "01_why_compilers.ipynb",
+    "02_exporting.ipynb",
+    "03_graph_optimisation.ipynb",
+    "04_onnx_runtime.ipynb",
+    "05_tvm.ipynb",
+    "06_mobile_npu.ipynb",
+    "07_pitfalls.ipynb",
+]
+"""The course's chapters in order (docs/course.md); explorer.ipynb is the Voila app, not a chapter."""
+
+
+def test_the_course_has_eight_chapters_and_the_app() -> None:
+    assert [p.name for p in NOTEBOOKS] == sorted([*COURSE, "explorer.ipynb"])
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
