@@ -41,6 +41,7 @@ __all__ = [
     "WorkerTimeout",
     "WorkerOutOfMemory",
     "WorkerFailed",
+    "WorkerCancelled",
 ]
 
 
@@ -188,6 +189,11 @@ class WorkerOutOfMemory(WorkerError):
     ) -> None:
         self.memory_mb = memory_mb
         super().__init__(message, step=step, stderr_tail=stderr_tail)
+
+
+class WorkerCancelled(WorkerError):
+    """The step was stopped on request (:func:`explorer.worker.cancel`, a stop button); its process
+    group was killed and the next call starts a fresh worker."""
 
 
 class WorkerFailed(WorkerError):

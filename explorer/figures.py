@@ -48,7 +48,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -179,8 +179,8 @@ _PLAIN_BODIES = frozenset({_BODY, _GROUP_BODY})
 _MARGIN = {"l": 10, "r": 10, "b": 46}  # the legend sits below the plot (two rows fit)
 
 
-def selection_ring(items: Sequence[str], selected: str | None) -> tuple[Any, Any]:
-    """Marker outline widths and colours that ring the ``selected`` item (scalars when none is).
+def selection_ring(items: Sequence[str], selected: str | Collection[str] | None) -> tuple[Any, Any]:
+    """Marker outline widths and colours that ring the ``selected`` item or items (scalars when none is).
 
     The ``nodes`` trace keeps them as the selection's record; the box outline
     that shows it is :func:`selection_outline`.
@@ -190,11 +190,14 @@ def selection_ring(items: Sequence[str], selected: str | None) -> tuple[Any, Any
     >>> widths, colors = selection_ring(["a", "b"], "b")
     >>> widths.tolist(), colors
     ([0.5, 2.5], ['#444', '#000'])
+    >>> selection_ring(["a", "b", "c"], {"a", "c"})[0].tolist()
+    [2.5, 0.5, 2.5]
     """
-    if selected is None:
+    if selected is None or (not isinstance(selected, str) and not selected):
         return 0.5, "#444"
-    widths = np.array([2.5 if i == selected else 0.5 for i in items])
-    return widths, ["#000" if i == selected else "#444" for i in items]
+    chosen = {selected} if isinstance(selected, str) else set(selected)
+    widths = np.array([2.5 if i in chosen else 0.5 for i in items])
+    return widths, ["#000" if i in chosen else "#444" for i in items]
 
 
 def op_color(name: str) -> str:
@@ -713,12 +716,15 @@ def plot_height(layout: Any) -> float:
 
 
 def selection_outline(
-    graph: ModelGraph, layout: Layout, item: str | None, center: tuple[float, float] | None = None
+    graph: ModelGraph,
+    layout: Layout,
+    item: str | Sequence[str] | None,
+    center: tuple[float, float] | Sequence[tuple[float, float]] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The outline around a selected item's box (empty when ``item`` is None).
+    """The outline around a selected item's box, or around each of several (empty when none).
 
-    ``center`` is the box centre in the figure (the ``nodes`` trace's x and y),
-    by default the layout's position.
+    ``center`` is the box centre in the figure (the ``nodes`` trace's x and y), by default
+    the layout's position; one per item when ``item`` is a sequence.
 
     Examples
     --------
@@ -727,20 +733,26 @@ def selection_outline(
     >>> xs, ys = selection_outline(g, layered(g), "/fc1/Gemm")
     >>> len(xs) == len(ys) > 4
     True
+    >>> len(selection_outline(g, layered(g), ["/fc1/Gemm", "/fc2/Gemm"])[0]) == 2 * len(xs)
+    True
     """
     if item is None:
         return np.empty(0), np.empty(0)
-    x, y = center if center is not None else layout.positions[item]
-    w, h = (v / PX_PER_UNIT for v in box_size_px(box_text(item_data(graph, layout, item))))
+    items = [item] if isinstance(item, str) else list(item)
+    if not items:
+        return np.empty(0), np.empty(0)
+    if center is None:
+        centers = [layout.positions[i] for i in items]
+    else:
+        centers = [center] if isinstance(item, str) else list(center)  # type: ignore[list-item]
+    sizes = [[v / PX_PER_UNIT for v in box_size_px(box_text(item_data(graph, layout, i)))] for i in items]
+    x = np.array([c[0] for c in centers], dtype=float)
+    y = np.array([c[1] for c in centers], dtype=float)
+    w = np.array([s[0] for s in sizes])
+    h = np.array([s[1] for s in sizes])
     pad = 4.0 / PX_PER_UNIT
-    return _rects(
-        np.array([x - w / 2 - pad]),
-        np.array([x + w / 2 + pad]),
-        np.array([y - h / 2 - pad]),
-        np.array([y + h / 2 + pad]),
-        _RADIUS + pad,
-        _RADIUS + pad,
-    )
+    corner = _RADIUS + pad
+    return _rects(x - w / 2 - pad, x + w / 2 + pad, y - h / 2 - pad, y + h / 2 + pad, corner, corner)
 
 
 def _tensor_shapes(graph: ModelGraph, layout: Layout) -> dict[str, Any]:

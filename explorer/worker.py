@@ -60,6 +60,7 @@ from typing import Any
 from .cpu_cores import size_tvm_thread_pool
 from .errors import (
     ModelNotFoundError,
+    WorkerCancelled,
     WorkerCrashed,
     WorkerError,
     WorkerFailed,
@@ -78,6 +79,7 @@ __all__ = [
     "run_on_model",
     "report",
     "shutdown",
+    "cancel",
     "prestart",
     "PRESTART_IMPORTS",
 ]
@@ -93,6 +95,8 @@ _OOM_MARKERS = (
     "failed to allocate memory",
 )
 _TAIL_BYTES = 64 * 1024
+#: How often a waiting call looks whether it was asked to stop (:meth:`Worker.cancel`).
+_CANCEL_POLL_S = 0.2
 _KILL_WAIT_S = 10.0
 
 
@@ -517,6 +521,8 @@ class Worker:
         self._dir: str | None = None
         self._call_id = 0
         self._lock = threading.RLock()
+        self._cancelled = threading.Event()
+        self.busy = False
 
     def __repr__(self) -> str:
         state = f"pid={self.pid}" if self.alive else "not started"
@@ -672,16 +678,20 @@ class Worker:
     ) -> Any:
         payload = _dumps_call(fn, args, kwargs)  # unpicklable arguments fail here, in the parent
         with self._lock:
+            self._cancelled.clear()  # a stop asked before this call does not stop it
             self.start()
             self._call_id += 1
             started = time.monotonic()
             deadline = None if timeout is None else started + timeout
+            self.busy = True
             try:
                 self._conn.send(("call", self._call_id, payload))
                 reply = self._receive(deadline, progress, step, started)
-            except BaseException:  # timeout, crash, KeyboardInterrupt, a failing progress callback
+            except BaseException:  # timeout, crash, cancel, KeyboardInterrupt, a failing progress callback
                 self.kill()
                 raise
+            finally:
+                self.busy = False
             return self._unpack(reply, step)
 
     def _receive(
@@ -696,7 +706,10 @@ class Worker:
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
                 raise self._timeout_error(step, deadline - started)
-            ready = wait([self._conn, self._proc.sentinel], remaining)
+            if self._cancelled.is_set():
+                raise WorkerCancelled(f"{step} was stopped", step=step)
+            poll = _CANCEL_POLL_S if remaining is None else min(remaining, _CANCEL_POLL_S)
+            ready = wait([self._conn, self._proc.sentinel], poll)
             if not ready:
                 continue
             try:
@@ -709,6 +722,25 @@ class Worker:
                 self._forward(message, progress, step, started)
             elif message[0] == "ready" or message[1] == self._call_id:
                 return message
+
+    def cancel(self) -> None:
+        """Stop the call in flight, from any thread: it raises :class:`~explorer.errors.WorkerCancelled`
+        within a fraction of a second and the process is killed (the next call starts a fresh one).
+
+        Examples
+        --------
+        >>> import threading, time
+        >>> from explorer.errors import WorkerCancelled
+        >>> w = Worker()
+        >>> threading.Timer(0.5, w.cancel).start()
+        >>> try:
+        ...     w.call(time.sleep, 30)
+        ... except WorkerCancelled as err:
+        ...     print(err)
+        time.sleep was stopped
+        >>> w.close()
+        """
+        self._cancelled.set()
 
     def _forward(
         self,
@@ -876,6 +908,26 @@ def shutdown() -> None:
         _POOL.clear()
     for item in workers:
         item.close()
+
+
+def cancel() -> int:
+    """Stop every call in flight in every worker of this process (a notebook's stop button).
+
+    Returns
+    -------
+    int
+        How many workers were running a call.
+
+    Examples
+    --------
+    >>> from explorer import worker
+    >>> worker.cancel()
+    0
+    """
+    busy = [w for w in list(_LIVE) if w.busy]
+    for item in busy:
+        item.cancel()
+    return len(busy)
 
 
 def _close_all_at_exit() -> None:

@@ -20,12 +20,21 @@ from typing import Any
 
 from .warm import warm_up
 
-__all__ = ["GraphView", "PassStepper", "TimelineStepper", "BenchPanel", "CoveragePanel", "warm_up"]
+__all__ = [
+    "Explorer",
+    "GraphView",
+    "PassStepper",
+    "TimelineStepper",
+    "BenchPanel",
+    "CoveragePanel",
+    "warm_up",
+]
 
 #: Public name -> the module that defines it (imported on first use).
 _WIDGETS = {
     "BenchPanel": "bench_panel",
     "CoveragePanel": "coverage_panel",
+    "Explorer": "explorer_app",
     "GraphView": "graph_view",
     "PassStepper": "stepper",
     "TimelineStepper": "timeline_stepper",

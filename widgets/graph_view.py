@@ -19,7 +19,7 @@ True
 from __future__ import annotations
 
 import html
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import ipywidgets as w
@@ -28,21 +28,14 @@ from ipywidgets.widgets.widget_description import DescriptionStyle
 from ipywidgets.widgets.widget_string import HTMLStyle, TextStyle
 
 from explorer.details import details_html, node_details
-from explorer.figures import (
-    COLOR_BY,
-    NODES,
-    SELECTION,
-    graph_figure,
-    plot_height,
-    selection_outline,
-    selection_ring,
-)
+from explorer.figures import COLOR_BY, NODES, graph_figure, plot_height
 from explorer.graph import ModelGraph
 from explorer.layout import GROUP_PREFIX, Layout, auto_collapse, collapse_group, expand, layered
 from explorer.node_boxes import PX_PER_UNIT
 
 from .figure_sync import show_text_for_view, sync_figure
 from .recent import load_recent
+from .selection_marks import ring
 from .shared_models import shared, shared_layout, shared_style
 from .warm import warm_plotly
 
@@ -314,17 +307,32 @@ class GraphView(w.VBox):
             button.on_click(lambda _, a=attr: self.open_subgraph(item, a))
             buttons.append(button)
         self.subgraph_buttons.children = buttons
-        nodes = self.figure.data[NODES]
-        items = list(nodes.customdata)
-        widths, colors = selection_ring(items, item)
-        k = items.index(item)
-        outline = selection_outline(self.graph, self.layout_, item, (nodes.x[k], nodes.y[k]))
-        with self.figure.batch_update():
-            nodes.marker.line.width = widths
-            nodes.marker.line.color = colors
-            self.figure.data[SELECTION].x, self.figure.data[SELECTION].y = outline
+        ring(self.figure, self.graph, self.layout_, [item])
         for callback in self._on_select:
             callback(item)
+
+    def highlight(self, nodes: Sequence[str], note: str = "") -> list[str]:
+        """Ring several nodes at once (those in collapsed scopes ring their box) and show ``note``
+        (HTML) in the status line; an empty list clears the ring. Selects nothing and calls no
+        :meth:`on_select` callback: it shows where another view's selection lands here.
+
+        Returns
+        -------
+        list of str
+            The items ringed.
+
+        Examples
+        --------
+        >>> view = GraphView("zoo:mlp")
+        >>> view.highlight(["/fc1/Gemm", "/fc2/Gemm"], "two Gemms")
+        ['/fc1/Gemm', '/fc2/Gemm']
+        """
+        self.selected = None
+        shown = ring(self.figure, self.graph, self.layout_, nodes)
+        if shown:
+            self.center_on(shown[0])
+        self.status.value = note or html.escape(self._what_is_drawn())
+        return shown
 
     def reveal(self, node_id: str) -> None:
         """Expand the collapsed scopes that hide ``node_id`` so it is drawn.

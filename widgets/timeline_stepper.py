@@ -30,11 +30,13 @@ from explorer.diff import GraphDiff
 from explorer.figures import DIFF_COLORS, NODES, diff_overlay, fusion_notes, graph_figure
 from explorer.graph import ModelGraph
 from explorer.layout import Layout, auto_collapse, layered
+from explorer.node_trace import NodeTrace, lowered_from, trace_node
 from explorer.op_deltas import format_op_deltas
 from explorer.timeline import Timeline
 
 from .figure_sync import follow_zoom, sync_figure
 from .figure_widget import GraphFigureWidget
+from .selection_marks import ring
 
 __all__ = ["TimelineStepper"]
 
@@ -88,6 +90,10 @@ class TimelineStepper(w.VBox):
         self.diff: GraphDiff | None = None
         self._layouts: dict[int, Layout] = {}
         self._height = height
+        self.followed: str | None = None
+        self._trace: NodeTrace | None = None
+        self.follow_note = w.HTML()
+        self.follow_note.add_class("oge-follow")
 
         self.slider = w.IntSlider(value=0, min=0, max=0, description="step", continuous_update=False)
         self.slider.add_class("oge-step-slider")
@@ -129,7 +135,16 @@ class TimelineStepper(w.VBox):
             ]
         )
         super().__init__(
-            [stepping, self.step_title, w.HTML(legend), graphs, self.fusions, self.tir_panel, self.table]
+            [
+                stepping,
+                self.step_title,
+                self.follow_note,
+                w.HTML(legend),
+                graphs,
+                self.fusions,
+                self.tir_panel,
+                self.table,
+            ]
         )
         self.add_class("oge-timeline-stepper")
         if timeline is not None:
@@ -148,6 +163,7 @@ class TimelineStepper(w.VBox):
         """
         self.timeline = timeline
         self._layouts = {}
+        self._trace = None
         self.slider.max = len(timeline) - 1
         self._update_table()
         target = next(
@@ -245,6 +261,70 @@ class TimelineStepper(w.VBox):
         self._update_fusions()
         self._update_tir_menu()
         self._update_table()
+        self._show_followed()
+
+    def follow(self, node: str | None) -> str:
+        """Ring ``node`` in both graphs at every step, and say where it is (None: stop following).
+
+        A node of the timeline's first graph is followed through each step's diff (its id
+        after a rename, or "fused into X by step N", "removed by step N"); any other node,
+        such as an ONNX node on a lowering timeline, is shown as the nodes lowered from it
+        (their ``origin``: Relax bindings, then fused functions and kernels).
+
+        Returns
+        -------
+        str
+            The note shown above the graphs (HTML).
+
+        Examples
+        --------
+        >>> from explorer.timeline import run_pipeline
+        >>> stepper = TimelineStepper(run_pipeline("zoo:resnet18", "fuse_bn_into_conv", verify=False))
+        >>> "fused into /conv1/Conv by step 1" in stepper.follow("/bn1/BatchNormalization")
+        True
+        """
+        self.followed = node
+        self._trace = None
+        if node is not None and self.timeline is not None and node in self.timeline[0].graph.nx:
+            self._trace = trace_node(self.timeline, node)
+        self._show_followed()
+        return self.follow_note.value
+
+    def _show_followed(self) -> None:
+        if self.timeline is None:
+            return
+        node = self.followed
+        steps = {"before": max(0, self.step - 1), "after": self.step}
+        shown: dict[str, list[str]] = {}
+        for side, figure in (("before", self.before), ("after", self.after)):
+            k = steps[side]
+            graph = self.timeline[k].graph
+            if node is None:
+                nodes: list[str] = []
+            elif self._trace is not None:
+                name = self._trace.name_at(k)
+                nodes = [name] if name else []
+            else:
+                nodes = lowered_from(graph, node)
+            shown[side] = ring(figure, graph, self._layout(k), nodes)
+        if node is None:
+            self.follow_note.value = ""
+            return
+        label = f"<b>selected</b> <code>{html.escape(node)}</code>"
+        if self._trace is not None:
+            here = ", ".join(
+                f"{side}: <code>{html.escape(n)}</code>" if (n := self._trace.name_at(k)) else f"{side}: gone"
+                for side, k in steps.items()
+            )
+            self.follow_note.value = f"{label}: {html.escape(self._trace.fate)} ({here})"
+            return
+        after = lowered_from(self.timeline[self.step].graph, node)
+        names = ", ".join(f"<code>{html.escape(n)}</code>" for n in after[:8])
+        names += " ..." if len(after) > 8 else ""
+        self.follow_note.value = (
+            f"{label} &rarr; {len(after)} node{'s' * (len(after) != 1)} lowered from it at this step"
+            + (f": {names}" if after else " (none: it left no trace here)")
+        )
 
     def _draw(
         self, target: go.FigureWidget, graph: ModelGraph, layout: Layout, overlay: Any, notes: Any = None

@@ -23,7 +23,7 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +33,7 @@ from ..graph import ModelGraph
 from ..model_files import worker_source
 from ..tensors import format_bytes
 from ..timeline import Snapshot
+from ..worker import ProgressEvent
 from .relax_import import RelaxImport, failed_import, relax_graph, shape_dict
 from .relax_steps import ALLOC_TENSOR, PIPELINES, ZERO_PIPELINE, lower_relax
 from .tir import LoweringTimeline
@@ -179,6 +180,7 @@ def relax_pipeline(
     *,
     target: str = "llvm",
     timeout: float | None = None,
+    progress: Callable[[ProgressEvent], object] | None = None,
 ) -> LoweringTimeline:
     """Import ``graph`` into Relax and run a pipeline's passes one by one, a snapshot after each.
 
@@ -197,6 +199,9 @@ def relax_pipeline(
         The target the passes run for (``"llvm"``, the CPU).
     timeout : float, optional
         Seconds the worker may take.
+    progress : callable, optional
+        Called with each :class:`~explorer.worker.ProgressEvent` the worker sends (one as each
+        pass starts); an exception it raises stops the lowering (the worker is killed).
 
     Returns
     -------
@@ -232,7 +237,14 @@ def relax_pipeline(
         )
     passes = pipeline if isinstance(pipeline, str) else list(pipeline)
     out: dict[str, Any] = worker.run_on_model(
-        lower_relax, worker_source(graph), shapes, passes, target, step="Relax lowering", timeout=timeout
+        lower_relax,
+        worker_source(graph),
+        shapes,
+        passes,
+        target,
+        step="Relax lowering",
+        timeout=timeout,
+        progress=progress,
     )
     if not out["ok"]:
         raise RelaxImportFailed(failed_import(out, graph, shapes))

@@ -24,6 +24,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .. import worker
 from ..cpu_cores import size_tvm_thread_pool
 from ..graph_schema import edge_data, node_data
 from ..node_ids import INPUT_PREFIX, OUTPUT_PREFIX
@@ -303,8 +304,10 @@ def lower_relax(
     )
     steps = []
     built_for = _target(target)
-    for step in pipeline_passes(passes, built_for):
+    chosen = list(pipeline_passes(passes, built_for))
+    for number, step in enumerate(chosen, start=1):
         name = step.info.name
+        worker.report((number - 1) / max(1, len(chosen)), f"pass {number} of {len(chosen)}: {name}")
         counter = _PassNames()
         started = time.perf_counter()
         with built_for, tvm.transform.PassContext(opt_level=3, instruments=[counter.instrument()]):

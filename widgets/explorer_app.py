@@ -1,0 +1,579 @@
+"""Explorer: one model, every view of it, one selection.
+
+A model picker (sample models, a path, a file upload, input shapes) above five tabs that
+share the model and the selection:
+
+- **Graph**: :class:`~widgets.GraphView` of the model;
+- **Passes**: :class:`~widgets.PassStepper`, the model through a pipeline of passes;
+- **Lowering**: a :class:`~widgets.TimelineStepper` of the model lowered through TVM Relax
+  (:func:`explorer.lower.relax_pipeline`; a model the importer needs rewritten first is
+  lowered through the fix it offers, and says so);
+- **Runtimes**: :class:`~widgets.BenchPanel`, ONNX Runtime and TVM side by side;
+- **Targets**: :class:`~widgets.CoveragePanel`, op support and partitions per target.
+
+The Graph tab is built with the model; the others cost something (passes, lowering, a
+benchmark, coverage checks) and are computed the first time they are opened, with a
+progress bar and a stop button (:func:`explorer.worker.cancel`). Opened by a click they
+run in a background thread, so the kernel stays responsive; called from code
+(:meth:`Explorer.compute`) they run at once.
+
+A node selected in any ONNX view (a click in the Graph tab, the Runtimes or Targets
+graph, or :meth:`Explorer.select`) is selected everywhere: ringed in Graph, followed
+through each pass in Passes (the same node before and after each step, or "fused into X
+by step N"), shown in Lowering as the Relax bindings and kernels whose ``origin`` is that
+node, ringed in Runtimes with its time in each runtime, and in Targets with its placement
+and the reasons per target. The line under the tabs says all of it at once.
+
+Explorer composes the existing widgets and holds no logic of theirs: the link between IRs
+is :mod:`explorer.node_trace`.
+
+Examples
+--------
+>>> app = Explorer("zoo:mlp")
+>>> app.select("/fc1/Gemm")
+>>> app.graph_view.selected
+'/fc1/Gemm'
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import ipywidgets as w
+
+from explorer import worker, zoo
+from explorer.cli import parse_input_shape
+from explorer.errors import WorkerCancelled
+from explorer.graph import ModelGraph
+from explorer.io import write_bytes_atomic
+from explorer.model_files import new_model_dir
+from explorer.node_trace import lowered_from
+from explorer.runtimes.inputs import concrete_input_shapes
+
+from .graph_view import GraphView
+from .recent import load_recent
+
+__all__ = ["Explorer", "TABS", "DEFAULT_PIPELINE", "DEFAULT_LOWERING"]
+
+TABS = ("Graph", "Passes", "Lowering", "Runtimes", "Targets")
+"""The tabs, in order."""
+
+DEFAULT_PIPELINE = "fuse_and_eliminate,ort:extended"
+"""The Passes tab's pipeline unless another is given: onnxoptimizer's fusions, then ONNX Runtime's."""
+
+DEFAULT_LOWERING = "zero"
+"""The Lowering tab's Relax pipeline: import to FuseTIR (``"default"`` adds memory planning and the VM)."""
+
+_COSTLY = ("Passes", "Lowering", "Runtimes", "Targets")
+
+_CSS = """
+<style>
+.oge-explorer-selection { font-size: 12px; line-height: 1.5; }
+.oge-explorer-selection table { border-collapse: collapse; }
+.oge-explorer-selection td { padding: 0 10px 0 0; vertical-align: top; }
+.oge-explorer-selection td:first-child { font-weight: bold; white-space: nowrap; }
+</style>
+"""
+
+
+class Explorer(w.VBox):
+    """Every view of one model in tabs, with one selection across them.
+
+    Parameters
+    ----------
+    model : anything :func:`explorer.load` accepts, or None
+        The model to open (``"zoo:resnet18"``, a path, a ModelProto, a ModelGraph...);
+        None opens the picker only.
+    input_shapes : mapping, optional
+        Shapes of dynamic inputs for lowering, benchmarks and coverage (the picker's
+        "shapes" box; dynamic dimensions left out become 1).
+    pipeline : str
+        The Passes tab's pipeline (:data:`DEFAULT_PIPELINE`).
+    lowering : str or sequence of str
+        The Lowering tab's Relax pipeline (:data:`DEFAULT_LOWERING`).
+    targets : sequence of str, optional
+        The Targets tab's targets (by default :data:`widgets.coverage_panel.DEFAULT_TARGETS`).
+    height : int
+        Height of each graph in pixels.
+
+    Attributes
+    ----------
+    graph : ModelGraph or None
+        The model.
+    selected : str or None
+        The node selected across the tabs.
+    panels : dict
+        Tab name -> the widget built for the current model (only tabs opened so far).
+    tabs : ipywidgets.Tab
+        The tabs.
+
+    Examples
+    --------
+    >>> app = Explorer("zoo:mlp")
+    >>> [app.tabs.get_title(i) for i in range(len(TABS))]
+    ['Graph', 'Passes', 'Lowering', 'Runtimes', 'Targets']
+    """
+
+    def __init__(
+        self,
+        model: Any = "zoo:resnet18",
+        *,
+        input_shapes: Mapping[str, Sequence[int]] | None = None,
+        pipeline: str = DEFAULT_PIPELINE,
+        lowering: str | Sequence[str] = DEFAULT_LOWERING,
+        targets: Sequence[str] | None = None,
+        height: int = 520,
+    ) -> None:
+        self.graph: ModelGraph | None = None
+        self.selected: str | None = None
+        self.panels: dict[str, Any] = {}
+        self.pipeline = pipeline
+        self.lowering = lowering
+        self.targets = tuple(targets) if targets is not None else None
+        self.height = height
+        self.errors: dict[str, str] = {}
+        self.lowered_note = ""
+        self._selecting = False
+        self._running: threading.Thread | None = None
+        self._stopped = False
+
+        self.zoo_menu = w.Dropdown(
+            options=[("sample model ...", ""), *[(name, name) for name in zoo.names()]],
+            value="",
+            description="open",
+            layout=w.Layout(width="230px"),
+        )
+        self.path = w.Text(placeholder="path/to/model.onnx", layout=w.Layout(width="260px"))
+        self.open_button = w.Button(description="open path", layout=w.Layout(width="90px"))
+        self.upload = w.FileUpload(accept=".onnx", multiple=False, description="upload .onnx")
+        self.shapes = w.Text(
+            value=_format_shapes(input_shapes),
+            placeholder="input=1,3,224,224; mask=1,128",
+            description="shapes",
+            layout=w.Layout(width="300px"),
+        )
+        self.status = w.HTML("<i>open a model</i>")
+        self.status.add_class("oge-explorer-status")
+        self.progress = w.FloatProgress(value=0.0, min=0.0, max=1.0, layout=w.Layout(width="160px"))
+        self.stop_button = w.Button(
+            description="stop", button_style="warning", layout=w.Layout(width="60px", display="none")
+        )
+        self.stop_button.add_class("oge-explorer-stop")
+        self.selection = w.HTML()
+        self.selection.add_class("oge-explorer-selection")
+        self.tabs = w.Tab(children=[w.VBox() for _ in TABS])
+        for index, name in enumerate(TABS):
+            self.tabs.set_title(index, name)
+            self.tabs.children[index].add_class(f"oge-explorer-{name.lower()}")
+
+        self.zoo_menu.observe(self._zoo_chosen, names="value")
+        self.open_button.on_click(lambda _: self._open_path())
+        self.upload.observe(self._uploaded, names="value")
+        self.shapes.observe(self._shapes_changed, names="value")
+        self.stop_button.on_click(lambda _: self.stop())
+        self.tabs.observe(self._tab_opened, names="selected_index")
+
+        picker = w.HBox(
+            [self.zoo_menu, self.path, self.open_button, self.upload, self.shapes],
+            layout=w.Layout(flex_flow="row wrap"),
+        )
+        busy = w.HBox([self.progress, self.stop_button, self.status])
+        super().__init__([w.HTML(_CSS), picker, busy, self.selection, self.tabs])
+        self.add_class("oge-explorer")
+        if model is not None:
+            self.load(model)
+
+    def __repr__(self) -> str:
+        """One line: the model and the tabs computed.
+
+        Examples
+        --------
+        >>> Explorer("zoo:mlp")
+        Explorer(zoo:mlp; computed: Graph)
+        """
+        what = self.graph.source if self.graph is not None else "no model"
+        return f"{type(self).__name__}({what}; computed: {', '.join(self.panels) or 'nothing'})"
+
+    # -- the model -----------------------------------------------------------------------------
+
+    @property
+    def input_shapes(self) -> dict[str, list[int]] | None:
+        """The shapes box as a mapping (None when empty); a bad entry raises ValueError naming it.
+
+        Examples
+        --------
+        >>> app = Explorer(None)
+        >>> app.shapes.value = "input=1,3,64,64"
+        >>> app.input_shapes
+        {'input': [1, 3, 64, 64]}
+        """
+        text = self.shapes.value.strip()
+        if not text:
+            return None
+        shapes = {}
+        for entry in text.replace(";", " ").split():
+            try:
+                name, shape = parse_input_shape(entry)
+            except Exception as err:  # argparse's type error: the message names the entry
+                raise ValueError(str(err)) from None
+            shapes[name] = shape
+        return shapes
+
+    def concrete_shapes(self) -> dict[str, list[int]]:
+        """Every input's shape for lowering and benchmarks: the shapes box, dynamic dimensions 1.
+
+        Examples
+        --------
+        >>> Explorer("zoo:mlp").concrete_shapes()
+        {'input': [1, 1, 28, 28]}
+        """
+        if self.graph is None or self.graph.model is None:
+            return {}
+        return concrete_input_shapes(self.graph.model, self.input_shapes)
+
+    def load(self, source: Any) -> ModelGraph:
+        """Open a model: every tab starts again from it (the open tab is computed again).
+
+        Examples
+        --------
+        >>> app = Explorer("zoo:mlp")
+        >>> app.load("zoo:resnet18").source
+        'zoo:resnet18'
+        """
+        self.status.value = f"loading {html.escape(_describe(source))} ..."
+        try:
+            graph = source if isinstance(source, ModelGraph) else load_recent(source)
+        except Exception as err:  # the user's file: say what is wrong, keep the model shown
+            self.status.value = (
+                f"<b>could not open</b> {html.escape(_describe(source))}: {html.escape(str(err))}"
+            )
+            raise
+        self.graph = graph
+        self.selected = None
+        self.errors = {}
+        self.lowered_note = ""
+        self.panels = {}
+        self.graph_view = GraphView(graph, height=self.height)
+        self.graph_view.on_select(self._selected_in_view)
+        self.panels["Graph"] = self.graph_view
+        for index, name in enumerate(TABS):
+            if name != "Graph":
+                self.tabs.children[index].children = [
+                    w.HTML(f"<i>{name}: computed when this tab is opened</i>")
+                ]
+        self.tabs.children[0].children = [self.graph_view]
+        self.selection.value = ""
+        self.status.value = f"<b>{html.escape(graph.source)}</b>: {len(graph.op_nodes())} nodes"
+        current = TABS[self.tabs.selected_index or 0]
+        if current != "Graph":
+            self.compute(current)
+        return graph
+
+    def load_bytes(self, data: bytes, name: str = "upload.onnx") -> ModelGraph:
+        """Open a model given as bytes (an upload): written to a private file first, then opened from it.
+
+        A file on disk is what every step needs (the worker reads it; weights are
+        memory-mapped), so a big upload is parsed once, not copied through the kernel again.
+
+        Examples
+        --------
+        >>> app = Explorer(None)
+        >>> app.load_bytes(zoo.build("mlp").SerializeToString(), "mlp.onnx").summary().nodes
+        6
+        """
+        path = new_model_dir("upload-") / Path(name).name
+        write_bytes_atomic(bytes(data), path, fsync=False)
+        return self.load(str(path))
+
+    # -- tabs ----------------------------------------------------------------------------------
+
+    def compute(self, tab: str) -> Any:
+        """Build ``tab`` for the current model if it is not built yet (passes run, the lowering,
+        the benchmark, the coverage check), with progress; return its widget.
+
+        Examples
+        --------
+        >>> app = Explorer("zoo:mlp", pipeline="eliminate_identity")
+        >>> len(app.compute("Passes").timeline)
+        2
+        """
+        if tab not in TABS:
+            raise KeyError(f"no tab {tab!r}: the tabs are {', '.join(TABS)}")
+        if self.graph is None:
+            raise ValueError("open a model first")
+        if tab in self.panels:
+            return self.panels[tab]
+        box = self.tabs.children[TABS.index(tab)]
+        builder: Callable[[], Any] = getattr(self, f"_build_{tab.lower()}")
+        self._stopped = False
+        self.progress.value = 0.0
+        self.stop_button.layout.display = ""
+        self.status.value = f"{tab}: computing ..."
+        box.children = [w.HTML(f"<i>{tab}: computing ... (stop above)</i>")]
+        started = time.monotonic()
+        graph = self.graph
+        try:
+            panel = builder()
+        except (WorkerCancelled, KeyboardInterrupt):
+            self.status.value = f"{tab}: stopped; open the tab again to start over"
+            box.children = [w.HTML(f"<i>{tab}: stopped</i>")]
+            if self.tabs.selected_index == TABS.index(tab):
+                self.tabs.selected_index = 0
+            return None
+        except Exception as err:  # shown in the tab; the app stays usable
+            self.errors[tab] = f"{type(err).__name__}: {err}"
+            self.status.value = f"<b>{tab} failed</b>: {html.escape(self.errors[tab])}"
+            box.children = [w.HTML(f"<pre class='oge-explorer-error'>{html.escape(self.errors[tab])}</pre>")]
+            raise
+        finally:
+            self.stop_button.layout.display = "none"
+        if graph is not self.graph:  # another model was opened meanwhile
+            return None
+        self.panels[tab] = panel
+        box.children = [
+            *([w.HTML(self.lowered_note)] if tab == "Lowering" and self.lowered_note else []),
+            panel,
+        ]
+        self.progress.value = 1.0
+        self.status.value = f"{tab}: ready ({time.monotonic() - started:.1f} s)"
+        if self.selected is not None:
+            self.select(self.selected)
+        return panel
+
+    def stop(self) -> None:
+        """Stop the tab being computed (its worker call is cancelled).
+
+        Examples
+        --------
+        >>> Explorer(None).stop()
+        """
+        self._stopped = True
+        worker.cancel()
+
+    def _progress(self, event: Any) -> None:
+        if self._stopped:
+            raise WorkerCancelled("stopped", step=getattr(event, "step", None))
+        if event is None:
+            return
+        if getattr(event, "fraction", None) is not None:
+            self.progress.value = float(event.fraction)
+        if getattr(event, "message", None):
+            self.status.value = html.escape(event.message)
+
+    def _build_passes(self) -> Any:
+        from .stepper import PassStepper
+
+        return PassStepper(self.graph, self.pipeline, input_shapes=self.input_shapes, height=self.height)
+
+    def _build_lowering(self) -> Any:
+        from explorer.lower import RelaxImportFailed, relax_pipeline
+
+        from .timeline_stepper import TimelineStepper
+
+        shapes = self.concrete_shapes()
+        graph = self.graph
+        try:
+            timeline = relax_pipeline(graph, shapes, self.lowering, progress=self._progress)
+            self.lowered_note = ""
+        except RelaxImportFailed as failed:
+            fixed = failed.result.fixed()
+            if not fixed.ok:
+                raise
+            self.lowered_note = (
+                f"<div class='oge-explorer-lowered-note'><b>The importer needed the model rewritten "
+                f"first</b> ({html.escape(', '.join(fixed.applied))}); the lowering below starts from "
+                f"that model. Why: {html.escape(str(failed))}</div>"
+            )
+            timeline = relax_pipeline(fixed.source, shapes, self.lowering, progress=self._progress)
+        return TimelineStepper(timeline, height=self.height)
+
+    def _build_runtimes(self) -> Any:
+        from .bench_panel import BenchPanel
+
+        panel = BenchPanel(
+            self.graph, input_shapes=self.concrete_shapes() or None, min_runs=10, min_seconds=0.5
+        )
+        panel.view.on_select(self._selected_in_view)
+        panel.run()
+        return panel
+
+    def _build_targets(self) -> Any:
+        from .coverage_panel import DEFAULT_TARGETS, CoveragePanel
+
+        panel = CoveragePanel(
+            self.graph, targets=self.targets or DEFAULT_TARGETS, input_shapes=self.concrete_shapes() or None
+        )
+        panel.view.on_select(self._selected_in_view)
+        panel.check()
+        return panel
+
+    # -- the one selection ---------------------------------------------------------------------
+
+    def select(self, node: str) -> None:
+        """Select ``node`` (an ONNX node id) in every tab built so far, and say where it is in each.
+
+        Examples
+        --------
+        >>> app = Explorer("zoo:resnet18", pipeline="fuse_bn_into_conv")
+        >>> _ = app.compute("Passes")
+        >>> app.select("/bn1/BatchNormalization")
+        >>> "fused into /conv1/Conv by step 1" in app.selection.value
+        True
+        """
+        if self.graph is None or node not in self.graph.nx:
+            raise KeyError(f"no node {node!r} in {self.graph.source if self.graph else 'the explorer'}")
+        self._selecting = True
+        try:
+            self.selected = node
+            if self.graph_view.selected != node:
+                self.graph_view.select(node)
+            rows = [("Graph", self._graph_line(node))]
+            for tab in _COSTLY:
+                panel = self.panels.get(tab)
+                if panel is None:
+                    rows.append((tab, "<i>open the tab to compute it</i>"))
+                    continue
+                rows.append((tab, getattr(self, f"_select_in_{tab.lower()}")(panel, node)))
+        finally:
+            self._selecting = False
+        body = "".join(f"<tr><td>{tab}</td><td>{line}</td></tr>" for tab, line in rows)
+        self.selection.value = f"<table>{body}</table>"
+
+    def _selected_in_view(self, node: str) -> None:
+        if not self._selecting and self.graph is not None and node in self.graph.nx:
+            self.select(node)
+
+    def _graph_line(self, node: str) -> str:
+        data = self.graph.nx.nodes[node]
+        op = str(data.get("op_type") or data.get("kind", ""))
+        return f"<code>{html.escape(node)}</code> ({html.escape(op)})"
+
+    def _select_in_passes(self, panel: Any, node: str) -> str:
+        panel.stepping.follow(node)
+        trace = panel.stepping._trace
+        return html.escape(trace.fate) if trace is not None else "not in the pipeline's first graph"
+
+    def _select_in_lowering(self, panel: Any, node: str) -> str:
+        panel.follow(node)
+        timeline = panel.timeline
+        imported = lowered_from(timeline[0].graph, node)
+        last = lowered_from(timeline[len(timeline) - 1].graph, node)
+        if not imported:
+            return "no Relax binding came from it (folded away at import, or a constant)"
+        ops = ", ".join(
+            f"<code>{html.escape(str(timeline[0].graph.nx.nodes[n].get('op')))}</code>" for n in imported[:4]
+        )
+        return (
+            f"{len(imported)} Relax binding{'s' * (len(imported) != 1)} at import ({ops}"
+            f"{' ...' if len(imported) > 4 else ''}); {len(last)} node{'s' * (len(last) != 1)} after "
+            f"{html.escape(timeline[len(timeline) - 1].name)}"
+        )
+
+    def _select_in_runtimes(self, panel: Any, node: str) -> str:
+        if panel.view.selected != node:
+            panel.view.select(node)
+        times = [
+            f"{html.escape(label)}: {prof.node_ms[node]:.3f} ms"
+            for label, prof in panel.profiles.items()
+            if node in prof.node_ms
+        ]
+        return "; ".join(times) or "no runtime timed it on its own (fused into a neighbour, or not run)"
+
+    def _select_in_targets(self, panel: Any, node: str) -> str:
+        if panel.view.selected != node:
+            panel.view.select(node)
+        if panel.report is None:
+            return "<i>not checked</i>"
+        parts = []
+        for target, partitioning in panel.report.partitionings.items():
+            support = partitioning.support.get(node)
+            if support is None:
+                continue
+            if support.supported:
+                parts.append(f"{html.escape(target)}: {html.escape(partitioning.device)}")
+            else:
+                why = "; ".join(str(r) for r in support.blocking[:2])
+                where = partitioning.fallback or "nowhere"
+                parts.append(f"{html.escape(target)}: <b>{html.escape(where)}</b> ({html.escape(why)})")
+        return "; ".join(parts)
+
+    # -- events --------------------------------------------------------------------------------
+
+    def _run_in_background(self, job: Callable[[], Any]) -> None:
+        if self._running is not None and self._running.is_alive():
+            self.status.value = "busy: stop the running work first"
+            return
+
+        def run() -> None:
+            with contextlib.suppress(Exception):  # already shown in the status line and the tab
+                job()
+
+        self._running = threading.Thread(target=run, name="explorer-tab", daemon=True)
+        self._running.start()
+
+    def _tab_opened(self, change: dict[str, Any]) -> None:
+        index = change.get("new")
+        if index is None or self.graph is None:
+            return
+        tab = TABS[index]
+        if tab not in self.panels:
+            self._run_in_background(lambda: self.compute(tab))
+
+    def _zoo_chosen(self, change: dict[str, Any]) -> None:
+        if change["new"]:
+            self._run_in_background(lambda: self.load(f"zoo:{change['new']}"))
+
+    def _open_path(self) -> None:
+        path = self.path.value.strip()
+        if path:
+            self._run_in_background(lambda: self.load(path))
+
+    def _uploaded(self, change: dict[str, Any]) -> None:
+        files = change["new"]
+        if not files:
+            return
+        item = files[0]
+        name, content = item["name"], item["content"]
+        self.upload.value = ()  # the widget lets go of the bytes once they are on disk
+
+        self._run_in_background(lambda: self.load_bytes(content, name))
+
+    def _shapes_changed(self, change: dict[str, Any]) -> None:
+        try:
+            shapes = self.input_shapes
+        except ValueError as err:
+            self.status.value = f"<b>shapes</b>: {html.escape(str(err))}"
+            return
+        if self.graph is None or self.graph.model is None:
+            return
+        inputs = set(concrete_input_shapes(self.graph.model))
+        unknown = sorted(set(shapes or {}) - inputs)
+        if unknown:
+            self.status.value = (
+                f"<b>shapes</b>: {html.escape(', '.join(unknown))} is not an input of this model "
+                f"(inputs: {html.escape(', '.join(sorted(inputs)))})"
+            )
+            return
+        for tab in _COSTLY:  # computed again with the new shapes when next opened
+            if tab in self.panels:
+                del self.panels[tab]
+                self.tabs.children[TABS.index(tab)].children = [
+                    w.HTML(f"<i>{tab}: computed again with the new shapes when opened</i>")
+                ]
+        self.status.value = f"shapes: {html.escape(_format_shapes(shapes)) or 'from the model'}"
+
+
+def _format_shapes(shapes: Mapping[str, Sequence[int]] | None) -> str:
+    return "; ".join(f"{name}={','.join(map(str, dims))}" for name, dims in (shapes or {}).items())
+
+
+def _describe(source: Any) -> str:
+    if isinstance(source, (str, Path)):
+        return str(source)
+    return getattr(source, "source", type(source).__name__)
