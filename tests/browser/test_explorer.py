@@ -203,7 +203,6 @@ def voila(lab: LabServer, tmp_path: Path) -> Iterator[tuple[int, Path]]:
         "--no-browser",
         f"--port={port}",
         "--Voila.ip=127.0.0.1",
-        "--Voila.tornado_settings={'headers': {'Content-Security-Policy': ''}}",
     ]
     env = _lab_env(tmp_path / "state")
     with log_path.open("wb") as log:
@@ -243,3 +242,27 @@ def test_explorer_renders_through_voila_and_answers_a_click(
     page.wait_for_timeout(1000)
     screenshot(page, "explorer-voila-resnet18")
     assert [url for url in blocked_requests if "font" not in url.lower()] == []  # Voila asks a CDN for icons
+
+
+def test_an_upload_over_tornados_10_mib_message_limit_opens(
+    page: Page, lab: LabServer, notebook_dir: Path, blocked_requests: list[str], tmp_path: Path
+) -> None:
+    import onnx
+
+    from explorer import zoo
+
+    model_path = tmp_path / "my-resnet18.onnx"
+    onnx.save(zoo.build("resnet18"), model_path)
+    assert model_path.stat().st_size > 40 * 2**20  # far above tornado's default of 10 MiB a message
+    cells = ["from widgets import Explorer\napp = Explorer(None)\napp"]
+    path = write_notebook(notebook_dir, "explorer-upload.ipynb", cells)
+    open_notebook(page, lab, path)
+    assert run_all(page, timeout_ms=120_000), cell_errors(page)
+    with page.expect_file_chooser() as chooser:  # as a user does: the button opens the file dialog
+        page.locator(".oge-explorer .widget-upload").first.click()
+    chooser.value.set_files(str(model_path))
+    page.wait_for_selector('.oge-explorer-status >> text="my-resnet18.onnx"', timeout=120_000)
+    wait_for_outputs(page, ".oge-explorer-graph .js-plotly-plot", timeout_ms=60_000)
+    assert "69 nodes" in page.locator(".oge-explorer-status").inner_text()
+    assert "Idle" in page.locator("#jp-main-statusbar").inner_text()  # the kernel is still there
+    assert blocked_requests == []
