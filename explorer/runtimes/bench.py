@@ -1,12 +1,13 @@
 """Honest latency: every runtime on the same inputs, warm-up then many runs, percentiles, agreement.
 
-Measured the way ``onnxruntime_perf_test`` and MLPerf measure: a session is prepared once
-(its creation, compile or tuning time reported apart as ``prepare_s``), warm-up runs are
-discarded, then runs repeat until both a minimum count and a minimum time are reached (a
-slow runtime stops at a maximum time, with at least three runs). The distribution is kept
-(``times_ms``) and summarised as median, p90, p99, min and IQR. Inputs come from the model's
-input types and shapes with a fixed seed (:func:`explorer.runtimes.inputs.random_feeds`,
-the project's one generator), or are given. Every runtime's outputs are compared with the
+Measured as ``onnxruntime_perf_test`` measures (MLPerf's rules on query counts and run
+durations are not followed): a session is prepared once (its creation, compile or tuning
+time reported apart as ``prepare_s``), warm-up runs are discarded, then runs repeat until
+both a minimum count and a minimum time are reached (a slow runtime stops at a maximum
+time, with at least three runs). The distribution is kept (``times_ms``) and summarised as
+median, p90, p99, min and IQR. Inputs come from the model's input types and shapes with a
+fixed seed (:func:`explorer.runtimes.inputs.random_feeds`, the project's one generator), or
+are given. Every runtime's outputs are compared with the
 first runtime's (:func:`explorer.runtimes.compare.agreement`).
 
 Examples
