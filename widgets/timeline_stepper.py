@@ -318,8 +318,12 @@ class TimelineStepper(w.VBox):
             )
             self.follow_note.value = f"{label}: {html.escape(self._trace.fate)} ({here})"
             return
-        after = lowered_from(self.timeline[self.step].graph, node)
-        names = ", ".join(f"<code>{html.escape(n)}</code>" for n in after[:8])
+        graph = self.timeline[self.step].graph
+        after = lowered_from(graph, node)
+        names = ", ".join(
+            f"<code>{html.escape(n)}</code> ({html.escape(str(graph.nx.nodes[n].get('op') or '?'))})"
+            for n in after[:8]
+        )
         names += " ..." if len(after) > 8 else ""
         self.follow_note.value = (
             f"{label} &rarr; {len(after)} node{'s' * (len(after) != 1)} lowered from it at this step"
