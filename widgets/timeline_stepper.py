@@ -114,10 +114,15 @@ class TimelineStepper(w.VBox):
         self.tir_panel = w.VBox([self.tir_menu, self.tir_text], layout=w.Layout(display="none"))
         self._tir_syncing = False
         self.tir_menu.observe(lambda _: None if self._tir_syncing else self._update_tir(), names="value")
-        self.before = GraphFigureWidget(graph_figure(self.graph, height=height))
-        self.after = GraphFigureWidget(graph_figure(self.graph, height=height))
-        follow_zoom(self.before)
-        follow_zoom(self.after)
+        self.before: GraphFigureWidget | None = None
+        self.after: GraphFigureWidget | None = None
+        if timeline is not None:
+            # the figures are made at the step it opens on: replacing their traces before the page
+            # shows them (the first graph's traces for a lowering step's) left stale text and legends
+            self.set_timeline(timeline)
+        else:
+            self._show_figure("before", graph_figure(self.graph, height=height))
+            self._show_figure("after", graph_figure(self.graph, height=height))
 
         self.slider.observe(self._slider_moved, names="value")
         self.prev_button.on_click(lambda _: self.move(-1))
@@ -147,8 +152,6 @@ class TimelineStepper(w.VBox):
             ]
         )
         self.add_class("oge-timeline-stepper")
-        if timeline is not None:
-            self.set_timeline(timeline)
 
     def set_timeline(self, timeline: Timeline) -> None:
         """Show ``timeline``, at its first step that changed something.
@@ -255,8 +258,8 @@ class TimelineStepper(w.VBox):
             )
             notes_before, notes_after = fusion_notes(self.diff, "before"), fusion_notes(self.diff, "after")
             before_layout, after_layout = self._layout(index - 1), self._layout(index)
-        self._draw(self.before, before_graph, before_layout, overlay_before, notes_before)
-        self._draw(self.after, after_graph, after_layout, overlay_after, notes_after)
+        self._draw("before", before_graph, before_layout, overlay_before, notes_before)
+        self._draw("after", after_graph, after_layout, overlay_after, notes_after)
         self._update_title(index)
         self._update_fusions()
         self._update_tir_menu()
@@ -330,11 +333,18 @@ class TimelineStepper(w.VBox):
             + (f": {names}" if after else " (none: it left no trace here)")
         )
 
-    def _draw(
-        self, target: go.FigureWidget, graph: ModelGraph, layout: Layout, overlay: Any, notes: Any = None
-    ) -> None:
-        fig = graph_figure(graph, layout, overlay, height=self._height, notes=notes)
-        sync_figure(target, fig, view=True)
+    def _draw(self, side: str, graph: ModelGraph, layout: Layout, overlay: Any, notes: Any = None) -> None:
+        self._show_figure(side, graph_figure(graph, layout, overlay, height=self._height, notes=notes))
+
+    def _show_figure(self, side: str, fig: go.Figure) -> None:
+        """Draw ``fig`` on one side: a new figure widget the first time, the live one updated after."""
+        target = getattr(self, side)
+        if target is None:
+            target = GraphFigureWidget(fig)
+            follow_zoom(target)
+            setattr(self, side, target)
+        else:
+            sync_figure(target, fig, view=True)
 
     def _update_title(self, index: int) -> None:
         snap = self.timeline[index]
