@@ -51,6 +51,13 @@ def _open_tab(page: Page, name: str) -> None:
     page.locator(".oge-explorer .lm-TabBar-tab", has_text=name).first.click()
 
 
+def _shot(page: Page, name: str, anchor: str = ".oge-explorer .lm-TabBar") -> None:
+    """A viewport screenshot with ``anchor`` scrolled into view (what a user sees there)."""
+    page.locator(anchor).first.scroll_into_view_if_needed()
+    page.wait_for_timeout(800)
+    screenshot(page, name)
+
+
 def _graph_plot_index(page: Page, scope: str = ".oge-explorer-graph") -> int:
     page.wait_for_function(f"() => ({EXPLORER_PLOT})({scope!r}) >= 0", timeout=60_000)
     return int(page.evaluate(EXPLORER_PLOT, scope))
@@ -89,16 +96,14 @@ def test_explorer_tabs_compute_when_opened_and_share_the_selection_in_lab(
     open_notebook(page, lab, path)
     assert run_all(page, timeout_ms=180_000), cell_errors(page)
     wait_for_outputs(page, ".oge-explorer-graph .js-plotly-plot")
-    page.wait_for_timeout(1000)
-    screenshot(page, "explorer-graph-resnet18", page.locator(".oge-explorer").first)
+    _shot(page, "explorer-graph-resnet18", ".oge-explorer")
 
     # Passes: computed on the click, a stepped diff before and after
     _open_tab(page, "Passes")
     wait_for_outputs(page, ".oge-explorer-passes .oge-timeline-stepper .js-plotly-plot", 120_000, count=2)
     page.wait_for_selector(".oge-explorer-passes .oge-step-title >> text=fuse_bn_into_conv", timeout=60_000)
     assert "BatchNormalization" in page.locator(".oge-explorer-passes .oge-steps").inner_text()
-    page.wait_for_timeout(1000)
-    screenshot(page, "explorer-passes-resnet18", page.locator(".oge-explorer").first)
+    _shot(page, "explorer-passes-resnet18", ".oge-explorer-passes .oge-step-title")
 
     # Lowering: the model through TVM Relax, step by step
     _open_tab(page, "Lowering")
@@ -118,8 +123,7 @@ def test_explorer_tabs_compute_when_opened_and_share_the_selection_in_lab(
     lowering_plot = _graph_plot_index(page, ".oge-explorer-lowering .oge-timeline-stepper")
     after = plotly_data(page, lowering_plot + 1)[NODES]
     assert max(after["marker"]["line"]["width"]) == 2.5  # the bindings are ringed in the graph
-    page.wait_for_timeout(800)
-    screenshot(page, "explorer-lowering-selected-conv", page.locator(".oge-explorer").first)
+    _shot(page, "explorer-lowering-selected-conv", ".oge-explorer-lowering .oge-follow")
     assert blocked_requests == []
 
 
@@ -136,8 +140,7 @@ def test_explorer_runtimes_and_targets_render_in_lab(
     wait_for_outputs(page, ".oge-explorer-runtimes .oge-bench-results .js-plotly-plot")
     latency = plotly_data(page, _graph_plot_index(page, ".oge-explorer-runtimes .oge-bench-results"))
     assert {t["type"] for t in latency} & {"box", "violin"}
-    page.wait_for_timeout(800)
-    screenshot(page, "explorer-runtimes-mlp", page.locator(".oge-explorer").first)
+    _shot(page, "explorer-runtimes-mlp", ".oge-explorer-runtimes .oge-bench-results")
 
     _open_tab(page, "Targets")
     page.wait_for_selector(".oge-explorer-targets .oge-coverage-status >> text=done", timeout=240_000)
@@ -152,8 +155,7 @@ def test_explorer_runtimes_and_targets_render_in_lab(
     _click_node(page, "/fc1/Gemm", scope, mouse=False)
     page.wait_for_selector(".oge-explorer-selection >> text=qnn-htp", timeout=60_000)
     assert " ms" in page.locator(".oge-explorer-selection").inner_text()  # its time, from Runtimes
-    page.wait_for_timeout(800)
-    screenshot(page, "explorer-targets-mlp", page.locator(".oge-explorer").first)
+    _shot(page, "explorer-targets-mlp", ".oge-explorer-targets .oge-graph-view")
     assert blocked_requests == []
 
 
@@ -239,8 +241,11 @@ def test_explorer_renders_through_voila_and_answers_a_click(
     assert page.locator(".cm-editor, .CodeMirror").count() == 0  # a page of results, no code
     _click_node(page, "/conv1/Conv")
     page.wait_for_selector('.oge-explorer-selection >> text="/conv1/Conv"', timeout=60_000)
-    page.wait_for_timeout(1000)
-    screenshot(page, "explorer-voila-resnet18")
+    _shot(page, "explorer-voila-resnet18", ".oge-explorer")
+    # a tab opened by a click computes in the background; the selection lands in it
+    _open_tab(page, "Lowering")
+    page.wait_for_selector(".oge-explorer-lowering .oge-follow >> text=lowered from it", timeout=180_000)
+    _shot(page, "explorer-voila-lowering-resnet18", ".oge-explorer-selection")
     assert [url for url in blocked_requests if "font" not in url.lower()] == []  # Voila asks a CDN for icons
 
 
