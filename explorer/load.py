@@ -62,6 +62,7 @@ def load(
     isolate: bool = True,
     model_path: str | os.PathLike[str] | None = None,
     while_inferring: Callable[[], Any] | None = None,
+    name: str | None = None,
 ) -> ModelGraph:
     """Load an ONNX model into a ModelGraph.
 
@@ -105,6 +106,11 @@ def load(
         the graph (imports, a view's set-up) overlaps the inference instead of
         following it. Called in any case, also when nothing is inferred in the
         background.
+    name : str, optional
+        What titles and messages call the model (the graph's ``source``). Default: the
+        path, ``"zoo:NAME"``, or for a model made in memory (``ModelProto``, bytes) its
+        graph's name (``"resnet18"`` for ``zoo.build("resnet18")``). The file a worker
+        reads stays in ``model_path``, whatever the name.
 
     Returns
     -------
@@ -123,6 +129,9 @@ def load(
     >>> g = load("zoo:resnet18")
     >>> g.summary().ops["Conv"]
     20
+    >>> from explorer import zoo
+    >>> load(zoo.build("mlp")).source  # a model made in memory reads by its graph's name
+    'mlp'
     """
     from .graph import apply_types, build_graph
 
@@ -135,6 +144,8 @@ def load(
     if model_path is not None and isinstance(source, ModelProto):
         file = Path(model_path).resolve()
         base_dir, label = file.parent, str(model_path)
+    if name:
+        label = name
     _check_versions(model, label)
     externals = external_tensors(model)
     notes: list[str] = []
@@ -210,7 +221,8 @@ def read_model(source: Source, *, example_inputs: Any = None) -> tuple[ModelProt
     model : onnx.ModelProto
         A copy the caller may change.
     label : str
-        The source as named in messages.
+        The source as named in messages: the path, ``"zoo:NAME"``, or for a model
+        made in memory its graph's name (``"<ModelProto>"`` / ``"<bytes>"`` when it has none).
     base_dir : Path or None
         The folder external data is resolved against (``None`` when not from a file).
 
@@ -219,13 +231,17 @@ def read_model(source: Source, *, example_inputs: Any = None) -> tuple[ModelProt
     >>> model, label, base = read_model("zoo:mlp")
     >>> label, base is None
     ('zoo:mlp', True)
+    >>> from explorer import zoo
+    >>> read_model(zoo.build("resnet18"))[1]
+    'resnet18'
     """
     if isinstance(source, ModelProto):
         model = ModelProto()
         model.CopyFrom(source)
-        return model, "<ModelProto>", None
+        return model, _in_memory_label(model, "<ModelProto>"), None
     if isinstance(source, (bytes, bytearray, memoryview)):
-        return _parse(bytes(source), "<bytes>"), "<bytes>", None
+        model = _parse(bytes(source), "<bytes>")
+        return model, _in_memory_label(model, "<bytes>"), None
     if isinstance(source, str) and source.startswith(ZOO_PREFIX):
         from . import zoo
 
@@ -243,6 +259,11 @@ def read_model(source: Source, *, example_inputs: Any = None) -> tuple[ModelProt
         "load() takes a path, bytes, an onnx.ModelProto, 'zoo:NAME' or a torch.nn.Module, "
         f"not {type(source).__name__}"
     )
+
+
+def _in_memory_label(model: ModelProto, fallback: str) -> str:
+    """What a model with no file is called: its graph's name (as a zoo model or an exporter set it)."""
+    return model.graph.name.strip() or fallback
 
 
 def _read_file(path: Path) -> bytes:

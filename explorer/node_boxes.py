@@ -2,7 +2,10 @@
 
 An op box reads like Netron's: a header with the op type, coloured by its
 category (:mod:`explorer.op_categories`), and a body with the weights' shapes
-(``W 64×3×7×7``) and the op's key attributes. A collapsed scope says its
+(``W 64×3×7×7``) and the op's key attributes. A weight is named by the input it
+feeds (the op schema's name for that slot), also when it reaches the op through a
+hidden DequantizeLinear (:func:`explorer.qdq.hide_qdq`); its type is shown when it
+is not one a float model's weights have (``W int8 64×3×7×7``, ``B int32 64``). A collapsed scope says its
 name, node count and op mix; graph inputs and outputs say their shape.
 
 Sizes are in *layout units*: the units of :class:`explorer.layout.Layout`
@@ -194,10 +197,24 @@ def _pack(items: Iterable[str], lines: int) -> list[str]:
     return out
 
 
-def _weight_label(data: Mapping[str, Any], name: str, names: Sequence[str]) -> str:
+_PLAIN_DTYPES = frozenset({"float32", "int64", ""})
+"""Weight types a box leaves unsaid: a float model's weights and its shape/axis inputs have them."""
+
+
+def _weight_slot(data: Mapping[str, Any], name: str) -> int | None:
+    """Which input of the node a weight is: by name, or by the tensor it stands for (a hidden DQ's output)."""
     inputs = list(data.get("inputs") or ())
-    if names and name in inputs:
-        label = names[min(inputs.index(name), len(names) - 1)]
+    read_as = (data.get("weight_inputs") or {}).get(name, name)
+    for candidate in (name, read_as):
+        if candidate in inputs:
+            return inputs.index(candidate)
+    return None
+
+
+def _weight_label(data: Mapping[str, Any], name: str, names: Sequence[str]) -> str:
+    slot = _weight_slot(data, name)
+    if names and slot is not None:
+        label = names[min(slot, len(names) - 1)]
     else:
         label = name.rsplit(".", 1)[-1].rsplit("/", 1)[-1]
     return label.removeprefix("input_")
@@ -208,13 +225,17 @@ def _op_body(data: Mapping[str, Any]) -> list[str]:
     names = _input_names(op_type, data.get("domain") or "")
     by_shape: dict[str, list[str]] = {}
     values: list[str] = []
-    for weight in data.get("weights") or ():
+    last = len(data.get("inputs") or ())
+    slots = {w.name: _weight_slot(data, w.name) for w in data.get("weights") or ()}
+    ordered = sorted(data.get("weights") or (), key=lambda w: last if (k := slots[w.name]) is None else k)
+    for weight in ordered:  # in input order (a weight a hidden DQ handed over comes last in the list)
         label = _weight_label(data, weight.name, names)
         if weight.values is not None and 0 < weight.numel <= 3:  # small constants: the value itself
             shown = weight.values[0] if len(weight.shape) == 0 else list(weight.values)
             values.append(f"{label} = {_value_text('', shown)}")
         else:
-            by_shape.setdefault(dims_text(weight.shape), []).append(label)
+            dtype = "" if weight.dtype in _PLAIN_DTYPES else f"{weight.dtype} "
+            by_shape.setdefault(dtype + dims_text(weight.shape), []).append(label)
     weights = [f"{','.join(labels)} {shape}" for shape, labels in by_shape.items()] + values
     attributes = dict(data.get("attributes") or {})
     subgraphs = set(data.get("subgraphs") or ())

@@ -5,8 +5,11 @@ DequantizeLinear on every weight, which triples the node count and hides the net
 shape. :func:`hide_qdq` gives a view of the graph model without them: a Q or DQ on a data
 path becomes a plain edge from its producer to its consumers (the edge keeps the tensor
 the consumer reads, so its shape and name are right), a DQ of a weight hands its weight
-to the nodes it feeds (their boxes show it), and every node that touched one is marked
-``quantized``. The view is for drawing and diffing; the model itself is untouched.
+to the nodes it feeds, and every node that touched one is marked ``quantized``. A node
+given a weight records which of its inputs the weight stands for (``weight_inputs``:
+weight name -> the DQ output it read), so its box labels the weight by that input's role
+and type, ``W int8 32×3×3×3`` as in the float graph, not by the quantiser's tensor name.
+The view is for drawing and diffing; the model itself is untouched.
 
 Examples
 --------
@@ -17,6 +20,9 @@ Examples
 (True, 0)
 >>> len(view.op_nodes()) < len(g.op_nodes())
 True
+>>> from explorer.node_boxes import box_text
+>>> box_text(view.nx.nodes["/conv1/Conv"]).body[0]  # the float graph's "W 32×3×3×3", with its type
+'W int8 32×3×3×3  B 32'
 """
 
 from __future__ import annotations
@@ -90,7 +96,10 @@ def hide_qdq(graph: ModelGraph) -> ModelGraph:
                 source, _, _, _ = producers[0]  # a Q/DQ has one data input; scale and zero point are weights
                 nx_graph.add_edge(source, target, key=key, **edge)
             elif data.get("weights"):  # a DQ of a weight: the weight moves to its consumer's box
-                target_data["weights"] = (*(target_data.get("weights") or ()), *data["weights"][:1])
+                weight = data["weights"][0]  # x; its scale and zero point stay with the hidden DQ
+                target_data["weights"] = (*(target_data.get("weights") or ()), weight)
+                # the box names the weight by the input it feeds (Conv's W), not by its own name
+                target_data["weight_inputs"] = {**(target_data.get("weight_inputs") or {}), weight.name: key}
         nx_graph.remove_node(node)
     counts = Counter(graph.op_counts)
     for op in QDQ_OPS:

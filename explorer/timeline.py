@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .diff import GraphDiff, diff
-from .errors import ExplorerError
+from .errors import ExplorerError, WorkerCancelled
 from .graph import ModelGraph
 from .load import load
 from .model_files import own_folder
@@ -406,12 +406,16 @@ def run_pipeline(
     Returns
     -------
     Timeline
+        Each changed snapshot's graph is the pass's output reloaded, called
+        ``"<source> after <pass>"`` in titles (its file is the graph's ``model_path``).
 
     Examples
     --------
     >>> t = run_pipeline("zoo:mlp", "fuse_matmul_add_bias_into_gemm", verify=True)
     >>> t[1].max_abs_diff
     0.0
+    >>> run_pipeline("zoo:resnet18", "fuse_bn_into_conv", verify=False)[1].graph.source
+    'zoo:resnet18 after fuse_bn_into_conv'
     """
     graph = source if isinstance(source, ModelGraph) else load(source, input_shapes=input_shapes)
     if graph.model is None:
@@ -427,7 +431,7 @@ def run_pipeline(
     for step, pass_ in enumerate(passes, start=1):
         if progress is not None:
             progress(step, len(passes), pass_.name)
-        outcome = _run_step(pass_, current, stop_on_error)
+        outcome = _run_step(pass_, current, stop_on_error, f"{graph.source} after {pass_.name}")
         if isinstance(outcome, _Failed):  # the pass failed, or its model does not load
             last, why = snapshots[-1], outcome.error
             snapshots.append(Snapshot.unchanged(step, pass_, current, last, outcome.log, drift, why))
@@ -467,14 +471,20 @@ class _Failed(NamedTuple):
 
 
 def _run_step(
-    pass_: Pass, current: ModelGraph, stop_on_error: bool
+    pass_: Pass, current: ModelGraph, stop_on_error: bool, name: str
 ) -> tuple[PassResult, ModelGraph | None] | _Failed:
-    """Run one pass on ``current``: its result and the reloaded graph (None: unchanged), or why it failed."""
+    """Run one pass on ``current``: its result and the reloaded graph (None: unchanged), or why it failed.
+
+    The reloaded graph is called ``name`` (``"resnet18 after onnxsim"``) in titles and
+    messages; the pass's output file, which workers read, is its ``model_path``.
+    """
     try:
         if isinstance(pass_, FunctionPass):  # it reads the current model's file, when there is one
             result = pass_.run(current.model, model_path=current.model_path)
         else:
             result = pass_.run(current.model)
+    except WorkerCancelled:  # a stop asked by the user ends the pipeline, like KeyboardInterrupt
+        raise
     except Exception as err:  # any pass failure is recorded on its step (KeyboardInterrupt is not caught)
         if stop_on_error:
             raise
@@ -484,7 +494,7 @@ def _run_step(
         _discard(result)
         return result, None
     try:
-        return result, load(result.model, input_shapes=None, model_path=result.path)
+        return result, load(result.model, input_shapes=None, model_path=result.path, name=name)
     except ExplorerError as err:
         _discard(result)
         if stop_on_error:

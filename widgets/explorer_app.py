@@ -47,7 +47,7 @@ from typing import Any
 
 import ipywidgets as w
 
-from explorer import worker, zoo
+from explorer import load, worker, zoo
 from explorer.cli import parse_input_shape
 from explorer.errors import WorkerCancelled
 from explorer.graph import ModelGraph
@@ -250,9 +250,7 @@ class Explorer(w.VBox):
         try:
             graph = source if isinstance(source, ModelGraph) else load_recent(source)
         except Exception as err:  # the user's file: say what is wrong, keep the model shown
-            self.status.value = (
-                f"<b>could not open</b> {html.escape(_describe(source))}: {html.escape(str(err))}"
-            )
+            self._could_not_open(_describe(source), err)
             raise
         self.graph = graph
         self.selected = None
@@ -275,6 +273,9 @@ class Explorer(w.VBox):
             self.compute(current)
         return graph
 
+    def _could_not_open(self, what: str, err: Exception) -> None:
+        self.status.value = f"<b>could not open</b> {html.escape(what)}: {html.escape(str(err))}"
+
     def load_bytes(self, data: bytes, name: str = "upload.onnx") -> ModelGraph:
         """Open a model given as bytes (an upload): written to a private file first, then opened from it.
 
@@ -284,12 +285,21 @@ class Explorer(w.VBox):
         Examples
         --------
         >>> app = Explorer(None)
-        >>> app.load_bytes(zoo.build("mlp").SerializeToString(), "mlp.onnx").summary().nodes
-        6
+        >>> graph = app.load_bytes(zoo.build("mlp").SerializeToString(), "my-mlp.onnx")
+        >>> graph.source, graph.summary().nodes
+        ('my-mlp.onnx', 6)
         """
         path = new_model_dir("upload-") / Path(name).name
-        write_bytes_atomic(bytes(data), path, fsync=False)
-        return self.load(str(path))
+        write_bytes_atomic(data, path, fsync=False)
+        self.status.value = f"opening {html.escape(Path(name).name)} ..."
+        try:
+            graph = load(str(path), name=Path(name).name)  # titled by the user's file, not the copy's
+        except Exception as err:
+            self.status.value = (
+                f"<b>could not open</b> {html.escape(Path(name).name)}: {html.escape(str(err))}"
+            )
+            raise
+        return self.load(graph)
 
     # -- tabs ----------------------------------------------------------------------------------
 
@@ -369,7 +379,10 @@ class Explorer(w.VBox):
     def _build_passes(self) -> Any:
         from .stepper import PassStepper
 
-        return PassStepper(self.graph, self.pipeline, input_shapes=self.input_shapes, height=self.height)
+        stepper = PassStepper(self.graph, input_shapes=self.input_shapes, height=self.height)
+        self._place("Passes", stepper)  # its progress bar shows while the passes run
+        stepper.run(self.pipeline)
+        return stepper
 
     def _build_lowering(self) -> Any:
         from explorer.lower import RelaxImportFailed, relax_pipeline
@@ -400,18 +413,27 @@ class Explorer(w.VBox):
             self.graph, input_shapes=self.concrete_shapes() or None, min_runs=10, min_seconds=0.5
         )
         panel.view.on_select(self._selected_in_view)
+        self._place("Runtimes", panel)  # its progress bar shows while it prepares and times
         panel.run()
         return panel
 
     def _build_targets(self) -> Any:
         from .coverage_panel import DEFAULT_TARGETS, CoveragePanel
 
+        graph = self.graph
+        if self.input_shapes:  # judged with the shapes given: NPUs take only static shapes
+            graph = load(graph.model, input_shapes=self.input_shapes, name=graph.source)
         panel = CoveragePanel(
-            self.graph, targets=self.targets or DEFAULT_TARGETS, input_shapes=self.concrete_shapes() or None
+            graph, targets=self.targets or DEFAULT_TARGETS, input_shapes=self.concrete_shapes() or None
         )
         panel.view.on_select(self._selected_in_view)
+        self._place("Targets", panel)
         panel.check()
         return panel
+
+    def _place(self, tab: str, panel: Any) -> None:
+        """Show a tab's widget while it still computes (its own progress), the stop button above."""
+        self.tabs.children[TABS.index(tab)].children = [panel]
 
     # -- the one selection ---------------------------------------------------------------------
 
@@ -507,12 +529,17 @@ class Explorer(w.VBox):
 
     def _run_in_background(self, job: Callable[[], Any]) -> None:
         if self._running is not None and self._running.is_alive():
-            self.status.value = "busy: stop the running work first"
+            self.status.value = "busy: the tab opened last is computed next (or stop the running work)"
             return
 
         def run() -> None:
             with contextlib.suppress(Exception):  # already shown in the status line and the tab
                 job()
+            # a tab opened while this ran (it could not start then): compute it now
+            opened = TABS[self.tabs.selected_index or 0]
+            if self.graph is not None and not self._stopped and opened not in self.panels | self.errors:
+                with contextlib.suppress(Exception):
+                    self.compute(opened)
 
         self._running = threading.Thread(target=run, name="explorer-tab", daemon=True)
         self._running.start()

@@ -152,6 +152,7 @@ def prepare_pipeline(
     input_shapes: Mapping[str, Sequence[int]],
     *,
     activation_type: str = "uint8",
+    weight_type: str = "uint8",
     calibration: Sequence[Mapping[str, Any]] | None = None,
     samples: int | None = None,
     seed: int = 0,
@@ -162,6 +163,8 @@ def prepare_pipeline(
     --------
     >>> [name for name, _ in prepare_pipeline("qnn-htp", {"x": [1, 4]})]
     ['ort-quant:fix_shapes', 'onnxsim', 'ort-quant:qnn_preprocess', 'ort-quant:qnn_qdq']
+    >>> prepare_pipeline("qnn-htp", {"x": [1, 4]}, weight_type="uint16")[-1][1]["weight_type"]
+    'uint16'
     """
     if target not in PREPARE_PIPELINES:
         raise KeyError(
@@ -174,7 +177,9 @@ def prepare_pipeline(
         if name in ("ort-quant:fix_shapes", "onnxsim"):
             params["input_shapes"] = shapes
         if name == "ort-quant:qnn_qdq":
-            params.update(input_shapes=shapes, activation_type=activation_type, seed=seed)
+            params.update(
+                input_shapes=shapes, activation_type=activation_type, weight_type=weight_type, seed=seed
+            )
             if calibration is not None:
                 params["calibration"] = [dict(sample) for sample in calibration]
             if samples is not None:
@@ -189,6 +194,7 @@ def prepare_for_target(
     *,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     activation_type: str = "uint8",
+    weight_type: str = "uint8",
     calibration: Sequence[Mapping[str, Any]] | None = None,
     samples: int | None = None,
     seed: int = 0,
@@ -207,6 +213,8 @@ def prepare_for_target(
         batch-like names, 32 else; give real ones for images).
     activation_type : {"uint8", "uint16"}
         The QDQ activations (``qnn-htp``).
+    weight_type : {"uint8", "int8", "uint16", "int16"}
+        The QDQ weights (``qnn-htp``; the QNN configuration's default is uint8).
     calibration : sequence of mapping, optional
         Calibration inputs (name -> array); default: ``samples`` generated inputs.
     samples : int, optional
@@ -238,7 +246,13 @@ def prepare_for_target(
     chosen = get_target(target)
     shapes = concrete_input_shapes(graph.model, input_shapes)
     pipeline = prepare_pipeline(
-        target, shapes, activation_type=activation_type, calibration=calibration, samples=samples, seed=seed
+        target,
+        shapes,
+        activation_type=activation_type,
+        weight_type=weight_type,
+        calibration=calibration,
+        samples=samples,
+        seed=seed,
     )
     check = OutputCheck(seed=seed, input_shapes=shapes)
     timeline = run_pipeline(graph, pipeline, input_shapes=shapes, verify=check, progress=progress)

@@ -223,3 +223,11 @@ def test_text_follows_the_zoom() -> None:
     # the text traces draw only the text near the view
     near_view = text_in_view(fig.data[LABELS].meta, [x - 1, x + 1], [y - 1, y + 1])
     assert 0 < len(near_view["text"]) < 10 and near_view["text"][0] == fig.data[LABELS].meta["text"][0]
+
+
+def test_a_model_made_in_memory_is_titled_by_its_name() -> None:
+    from explorer.target_figures import op_support_heatmap
+    from explorer.targets import coverage
+
+    figure = op_support_heatmap(coverage(load(zoo.build("mlp")), ["ort-cpu"]))
+    assert figure.layout.title.text == "op support of mlp"

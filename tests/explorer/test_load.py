@@ -34,7 +34,28 @@ def test_loads_path_bytes_and_modelproto_alike(tiny_path: Path) -> None:
     for graph in (from_path, from_bytes, from_proto):
         assert sorted(graph.nx.nodes) == ["/act/Relu", "/fc/Add", "/fc/MatMul", "input:x", "output:y"]
     assert from_path.source == str(tiny_path)
-    assert from_bytes.source == "<bytes>"
+    assert from_bytes.source == from_proto.source == "tiny"  # in memory: the graph's name
+
+
+def test_a_model_made_in_memory_reads_by_its_graph_name_not_its_type() -> None:
+    from explorer import zoo
+
+    assert load(zoo.build("resnet18")).source == "resnet18"
+    unnamed = tiny_model()
+    unnamed.graph.name = ""
+    assert load(unnamed).source == "<ModelProto>"
+    assert load(unnamed.SerializeToString()).source == "<bytes>"
+    assert load(tiny_model(), name="my model").source == "my model"
+
+
+def test_a_name_does_not_replace_the_file_workers_read(tmp_path: Path) -> None:
+    path = tmp_path / "tiny.onnx"
+    onnx.save(tiny_model(), path)
+    graph = load(onnx.load(path), model_path=path, name="tiny after a pass")
+    assert graph.source == "tiny after a pass" and graph.model_path == path.resolve()
+    from explorer.model_files import worker_source
+
+    assert worker_source(graph) == str(path.resolve())
 
 
 def test_modelproto_given_is_never_mutated() -> None:

@@ -24,3 +24,21 @@ def test_a_float_graph_is_unchanged() -> None:
     graph = load(zoo.build("mlp"))
     view = hide_qdq(graph)
     assert sorted(view.nx.edges(keys=True)) == sorted(graph.nx.edges(keys=True))
+
+
+def test_a_weight_behind_a_hidden_dq_is_labelled_by_its_role_and_type() -> None:
+    from explorer.node_boxes import box_text
+
+    graph = load(zoo.build("qdq_cnn"))
+    view = hide_qdq(graph)
+    conv = box_text(view.nx.nodes["/conv1/Conv"]).body
+    assert conv[0].startswith("W int8 32×3×3×3")  # as the float graph's "W 32×3×3×3", with its type
+    assert not any("quantized" in line for line in conv)
+    assert box_text(view.nx.nodes["/fc/Gemm"]).body[0].startswith("B int8 10×128")  # Gemm's weight is B
+    # the DQ of the full graph says its weight's type; a float graph's boxes are as before
+    assert box_text(graph.nx.nodes["/conv1/DequantizeLinear"]).body[0] == "x int8 32×3×3×3"
+    assert box_text(load("zoo:resnet18").nx.nodes["/conv1/Conv"]).body[0] == "W 64×3×7×7"
+    assert view.nx.nodes["/conv1/Conv"]["weight_inputs"] == {
+        "conv1.weight_quantized": "/conv1/DequantizeLinear_output_0"
+    }
+    assert "weight_inputs" not in graph.nx.nodes["/conv1/Conv"]  # the graph itself is untouched

@@ -25,6 +25,19 @@ def test_snapshots_and_hidden_unchanged_steps() -> None:
     assert timeline[2].nodes == timeline[0].nodes - 20
 
 
+def test_snapshot_graphs_read_as_the_original_after_a_pass_not_as_a_temporary_file() -> None:
+    from explorer import zoo
+    from explorer.model_files import worker_source
+
+    timeline = run_pipeline(load(zoo.build("resnet18")), "eliminate_identity,fuse_bn_into_conv", verify=False)
+    assert timeline.source == timeline[0].graph.source == timeline[1].graph.source == "resnet18"
+    after = timeline[2].graph
+    assert after.source == "resnet18 after fuse_bn_into_conv"
+    # the pass's output file is still what workers read
+    assert after.model_path is not None and after.model_path.is_file()
+    assert worker_source(after) == str(after.model_path)
+
+
 def test_progress_is_reported_per_step() -> None:
     seen = []
     run_pipeline(

@@ -116,11 +116,12 @@ def test_shapes_naming_no_input_are_refused_with_the_inputs() -> None:
     assert app.concrete_shapes() == {"input": [2, 1, 28, 28]}
 
 
-def test_one_background_job_at_a_time() -> None:
-    app = Explorer("zoo:mlp")
+def test_a_tab_opened_while_another_computes_is_computed_next() -> None:
+    app = Explorer("zoo:mlp", pipeline="eliminate_identity")
     gate = threading.Event()
     app._run_in_background(gate.wait)
-    app._run_in_background(lambda: None)
-    assert "busy" in app.status.value
+    app.tabs.selected_index = TABS.index("Passes")  # busy: it cannot start now
+    assert "busy" in app.status.value and "Passes" not in app.panels
     gate.set()
     _wait(app)
+    assert "Passes" in app.panels

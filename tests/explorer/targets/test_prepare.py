@@ -33,6 +33,9 @@ def test_a_dynamic_cnn_becomes_a_static_qdq_model_on_the_htp() -> None:
     assert last.max_abs_diff is not None and math.isfinite(last.max_abs_diff) and last.max_abs_diff > 0
     assert 0 < last.relative_diff < 0.5
     graph = prepared.graph
+    # titled by what it is, not by the pass's temporary file (which workers still read)
+    assert graph.source == "mobilenetv2 after ort-quant:qnn_qdq"
+    assert graph.model_path is not None and "pass-" in str(graph.model_path)
     assert graph.op_counts["QuantizeLinear"] > 0 and graph.op_counts["DequantizeLinear"] > 0
     assert prepared.timeline[len(prepared.timeline) - 1].metrics["qnn-htp nodes"] == last.supported_nodes
     model = graph.model
@@ -47,9 +50,17 @@ def test_sixteen_bit_activations_and_given_calibration_inputs() -> None:
     log = " ".join(prepared.timeline[len(prepared.timeline) - 1].log)
     assert "2 inputs given" in log and "activations uint16" in log
     pipeline = prepare_pipeline("qnn-htp", {"input": [1, 1, 28, 28]}, activation_type="uint16")
-    assert pipeline[-1][1]["activation_type"] == "uint16"
+    assert pipeline[-1][1]["activation_type"] == "uint16" and pipeline[-1][1]["weight_type"] == "uint8"
     with pytest.raises(KeyError, match="no NPU-ready pipeline for 'ort-cpu'"):
         prepare_pipeline("ort-cpu", {})
+
+
+def test_sixteen_bit_weights_reach_the_quantiser_and_the_model() -> None:
+    prepared = prepare_for_target(zoo.build("mlp"), "qnn-htp", weight_type="uint16", samples=2)
+    assert "weights uint16" in " ".join(prepared.timeline[len(prepared.timeline) - 1].log)
+    weights = prepared.graph.weights.values()
+    matrices = [w for w in weights if w.name.endswith("_quantized") and len(w.shape) == 2]
+    assert matrices and {w.dtype for w in matrices} == {"uint16"}
 
 
 def test_cli_prepare_json_and_output(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
