@@ -25,8 +25,12 @@ compile_project() {
 }
 [[ -x "$VENV/bin/python" ]] && compile_project
 
+# The versions: binder/requirements.txt's pins (scripts/lock_binder.sh writes them from a resolved
+# environment) constrain every install, so CI, the demo and Binder run the same versions; what the
+# lock does not name (the test extra's pytest, playwright, ruff) resolves freely.
+LOCK="$ROOT/binder/requirements.txt"
 stamp="$VENV/.onnx-explorer-installed"
-hash="$(cat "$ROOT/pyproject.toml" "$ROOT/scripts/bootstrap.sh" | sha256sum | cut -c1-16)"
+hash="$(cat "$ROOT/pyproject.toml" "$ROOT/scripts/bootstrap.sh" "$LOCK" | sha256sum | cut -c1-16)"
 if [[ -f "$stamp" ]]; then
     read -r old_hash old_extras < "$stamp" || true
     if [[ "$old_hash" == "$hash" ]]; then
@@ -41,10 +45,13 @@ fi
 echo "== installing into $VENV (extras: ${EXTRAS:-none})"
 [[ -x "$VENV/bin/python" ]] || "$PYTHON" -m venv "$VENV"
 "$VENV/bin/python" -m pip install --quiet --upgrade pip
+constraints="$(mktemp)"
+trap 'rm -f "$constraints"' EXIT
+grep -E '^[A-Za-z0-9_.-]+==' "$LOCK" > "$constraints" || true  # the pins, without pip options
 if [[ ",$EXTRAS," == *",torch,"* ]]; then
-    "$VENV/bin/python" -m pip install --quiet "$TORCH_SPEC"
+    "$VENV/bin/python" -m pip install --quiet "$TORCH_SPEC" -c "$constraints"
 fi
-"$VENV/bin/python" -m pip install --quiet -e "$ROOT${EXTRAS:+[$EXTRAS]}"
+"$VENV/bin/python" -m pip install --quiet -e "$ROOT${EXTRAS:+[$EXTRAS]}" -c "$constraints"
 bash "$ROOT/scripts/install_kernel_config.sh" "$VENV"
 compile_project
 echo "$hash extras=$EXTRAS" > "$stamp"

@@ -1,4 +1,10 @@
-"""Every notebook runs top to bottom in a real kernel (nbclient), in a scratch folder."""
+"""Every notebook runs top to bottom in a real kernel (nbclient), in a scratch folder, in under 2 GB.
+
+The memory bound is docs/course.md's: the kernel, the explorer's worker and every other child of
+the kernel together (their proportional set sizes summed, read every 0.1 s: a page they share
+counts once, as in a container's limit), since Binder gives a visitor 1-2 GB for all of them.
+``benchmarks/notebook_benchmark.py`` prints the figures.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +15,12 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from explorer.process_memory import ProcessTreeSampler
+
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+MEMORY_LIMIT = 2 * 2**30
+"""Kernel + worker + children, summed proportional set sizes: the most a Binder visitor may have."""
 
 
 COURSE = [
@@ -35,14 +45,23 @@ def test_notebook_runs(path: Path, tmp_path: Path) -> None:
     copy = tmp_path / path.name
     shutil.copy(path, copy)
     notebook = nbformat.read(copy, as_version=4)
+    sampler = ProcessTreeSampler(interval_s=0.1)
+
+    def sample_kernel(**_: object) -> None:
+        sampler.start(client.km.provisioner.pid)  # the kernel's tree, once it is up
+
     client = NotebookClient(
         notebook,
         timeout=300,
         kernel_name="python3",
         resources={"metadata": {"path": str(tmp_path)}},
         store_widget_state=True,
+        on_notebook_start=sample_kernel,
     )
-    client.execute()
+    try:
+        client.execute()
+    finally:
+        peak = sampler.stop()
     errors = [
         o
         for c in notebook.cells
@@ -51,6 +70,11 @@ def test_notebook_runs(path: Path, tmp_path: Path) -> None:
         if o.output_type == "error"
     ]
     assert not errors, errors[0]["evalue"] if errors else ""
+    assert peak.peak_pss_bytes < MEMORY_LIMIT, (
+        f"{path.name}: kernel + worker + children peaked at {peak.peak_pss_mib:.0f} MiB"
+        f" (PSS; {peak.peak_mib:.0f} MiB RSS over {peak.processes_at_peak} processes),"
+        " over the 2 GB a Binder visitor gets"
+    )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
