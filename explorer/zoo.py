@@ -20,6 +20,7 @@ name               what it is                                                   
 ``control_flow``   an ``If`` on ``ReduceSum(x) > 0`` and a three-step ``Loop``        7
 ``custom_domain``  ``com.microsoft`` contrib ops and a model-local function           6
 ``qdq_cnn``        a small CNN quantized in QDQ format (int8 weights)                33
+``elementwise``    ``x * scale + shift``, then an activation, repeated               12
 =================  ============================================================  ======
 
 (Node counts are of the main graph at the default options; ``control_flow`` has 10
@@ -60,7 +61,7 @@ from onnx import TensorProto, helper, numpy_helper
 from explorer.errors import UnknownNameError
 from explorer.io import write_bytes_atomic
 
-__all__ = ["UnknownModelError", "names", "build", "defaults"]
+__all__ = ["UnknownModelError", "names", "build", "defaults", "ELEMENTWISE_ACTIVATIONS"]
 
 _PRODUCER_NAME = "onnx-graph-explorer.zoo"
 _PRODUCER_VERSION = "1"
@@ -814,6 +815,45 @@ def _qdq_cnn(*, width: int = 32, image_size: int | None = 32, num_classes: int =
     return _Built(graph, 17)
 
 
+ELEMENTWISE_ACTIVATIONS = ("Relu", "Sigmoid", "Tanh", "Abs")
+"""The activations ``elementwise`` takes (ONNX unary operators without attributes)."""
+
+
+def _elementwise(
+    *, ops: int = 12, features: int | None = 1024, activation: str = "Relu", seed: int = 0
+) -> _Built:
+    """``ops`` elementwise operators in a row: ``Mul`` by a scale, ``Add`` a shift, the activation, repeated.
+
+    What an eager framework runs one kernel at a time and a compiler fuses into one: every
+    operator reads and writes a whole tensor, and the scales and shifts are scalars, so the
+    only bytes moved are the activations'.
+    """
+    _check_positive(ops=ops, features=features)
+    if activation not in ELEMENTWISE_ACTIVATIONS:
+        choices = ", ".join(ELEMENTWISE_ACTIVATIONS)
+        raise ValueError(f"activation must be one of {choices}, got {activation!r}")
+    b = _GraphBuilder(np.random.default_rng(seed))
+    x = "x"
+    for i in range(ops):
+        path = f"blocks.{i // 3}"
+        outputs = ["y"] if i == ops - 1 else None
+        if i % 3 == 0:
+            inputs = [x, b.uniform(f"{path}.scale", (), 0.5, 1.5)]
+        elif i % 3 == 1:
+            inputs = [x, b.normal(f"{path}.shift", (), 0.1)]
+        else:
+            inputs = [x]
+        x = b.node(("Mul", "Add", activation)[i % 3], inputs, _scope(path), outputs=outputs)[0]
+    width: _Dim = "features" if features is None else features
+    graph = b.graph(
+        "elementwise",
+        [_value("x", TensorProto.FLOAT, ["batch", width])],
+        [_value("y", TensorProto.FLOAT, ["batch", width])],
+        f"{ops} elementwise ops in a row: x * scale + shift, then {activation}, repeated (scalar weights).",
+    )
+    return _Built(graph, 17)
+
+
 _Builder = Callable[..., _Built]
 
 _MODELS: dict[str, _Builder] = {
@@ -825,6 +865,7 @@ _MODELS: dict[str, _Builder] = {
     "control_flow": _control_flow,
     "custom_domain": _custom_domain,
     "qdq_cnn": _qdq_cnn,
+    "elementwise": _elementwise,
 }
 
 
@@ -917,6 +958,8 @@ def build(name: str, **options: Any) -> onnx.ModelProto:
         ``control_flow``: ``features`` (16), ``trip_count`` (3).
         ``custom_domain``: ``features`` (64), ``hidden`` (128).
         ``qdq_cnn``: ``width`` (32), ``image_size`` (32 or ``None``), ``num_classes`` (10).
+        ``elementwise``: ``ops`` (12), ``features`` (1024; ``None`` makes it symbolic),
+        ``activation`` (``"Relu"``, or another of :data:`ELEMENTWISE_ACTIVATIONS`).
 
     Returns
     -------
@@ -943,6 +986,8 @@ def build(name: str, **options: Any) -> onnx.ModelProto:
     ['batch', 3, 64, 64]
     >>> len(zoo.build("transformer", layers=10, hidden=32).graph.node)
     821
+    >>> [n.op_type for n in zoo.build("elementwise", ops=5, activation="Sigmoid").graph.node]
+    ['Mul', 'Add', 'Sigmoid', 'Mul', 'Add']
     >>> try:
     ...     zoo.build("alexnet")
     ... except KeyError as err:

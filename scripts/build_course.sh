@@ -34,9 +34,9 @@ from nbclient import NotebookClient
 from nbconvert import HTMLExporter
 
 # A plotly figure shown as a cell's value is, by default, only plotly's own mimetype, which
-# JupyterLab draws and HTML pages drop ("not able to be represented"): give it an HTML form too
-# (loading plotly.js from its CDN, as the widgets load their manager). The kernels inherit it.
-os.environ.setdefault("PLOTLY_RENDERER", "plotly_mimetype+notebook_connected")
+# JupyterLab draws and HTML pages drop ("not able to be represented"): give it an HTML form too,
+# with plotly.js inline once per page, so the figures show offline. The kernels inherit it.
+os.environ.setdefault("PLOTLY_RENDERER", "plotly_mimetype+notebook")
 
 out, timeout, names = Path(sys.argv[1]), float(sys.argv[2]), sys.argv[3:]
 notebooks_dir = Path("notebooks").resolve()

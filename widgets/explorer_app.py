@@ -91,8 +91,8 @@ class Explorer(w.VBox):
         The model to open (``"zoo:resnet18"``, a path, a ModelProto, a ModelGraph...);
         None opens the picker only.
     input_shapes : mapping, optional
-        Shapes of dynamic inputs for lowering, benchmarks and coverage (the picker's
-        "shapes" box; dynamic dimensions left out become 1).
+        Fixed shapes for inputs (the picker's "shapes" box): the model is loaded with them, so
+        every tab sees them; lowering and benchmarks make dynamic dimensions left out 1.
     pipeline : str
         The Passes tab's pipeline (:data:`DEFAULT_PIPELINE`).
     lowering : str or sequence of str
@@ -131,6 +131,7 @@ class Explorer(w.VBox):
         height: int = 520,
     ) -> None:
         self.graph: ModelGraph | None = None
+        self._source: Any = None
         self.selected: str | None = None
         self.panels: dict[str, Any] = {}
         self.pipeline = pipeline
@@ -248,10 +249,17 @@ class Explorer(w.VBox):
         """
         self.status.value = f"loading {html.escape(_describe(source))} ..."
         try:
-            graph = source if isinstance(source, ModelGraph) else load_recent(source)
+            shapes = self.input_shapes
+            if shapes:  # every tab sees the model with these shapes, the graph's too
+                named = source.source if isinstance(source, ModelGraph) else None
+                model = source.model if isinstance(source, ModelGraph) else source
+                graph = load(model, input_shapes=shapes, name=named)
+            else:
+                graph = source if isinstance(source, ModelGraph) else load_recent(source)
         except Exception as err:  # the user's file: say what is wrong, keep the model shown
             self._could_not_open(_describe(source), err)
             raise
+        self._source = source
         self.graph = graph
         self.selected = None
         self.errors = {}
@@ -420,11 +428,8 @@ class Explorer(w.VBox):
     def _build_targets(self) -> Any:
         from .coverage_panel import DEFAULT_TARGETS, CoveragePanel
 
-        graph = self.graph
-        if self.input_shapes:  # judged with the shapes given: NPUs take only static shapes
-            graph = load(graph.model, input_shapes=self.input_shapes, name=graph.source)
         panel = CoveragePanel(
-            graph, targets=self.targets or DEFAULT_TARGETS, input_shapes=self.concrete_shapes() or None
+            self.graph, targets=self.targets or DEFAULT_TARGETS, input_shapes=self.concrete_shapes() or None
         )
         panel.view.on_select(self._selected_in_view)
         self._place("Targets", panel)
@@ -587,13 +592,8 @@ class Explorer(w.VBox):
                 f"(inputs: {html.escape(', '.join(sorted(inputs)))})"
             )
             return
-        for tab in _COSTLY:  # computed again with the new shapes when next opened
-            if tab in self.panels:
-                del self.panels[tab]
-                self.tabs.children[TABS.index(tab)].children = [
-                    w.HTML(f"<i>{tab}: computed again with the new shapes when opened</i>")
-                ]
-        self.status.value = f"shapes: {html.escape(_format_shapes(shapes)) or 'from the model'}"
+        # the model again with these shapes: every tab starts over from it (the open one at once)
+        self._run_in_background(lambda: self.load(self._source))
 
 
 def _format_shapes(shapes: Mapping[str, Sequence[int]] | None) -> str:

@@ -27,9 +27,10 @@ SMALL: dict[str, dict[str, Any]] = {
     "control_flow": {},
     "custom_domain": {},
     "qdq_cnn": {},
+    "elementwise": {"ops": 7, "features": None},
 }
 # Concrete values for the symbolic input dimensions.
-DIMS = {"batch": 2, "seq": 8, "height": 64, "width": 96}
+DIMS = {"batch": 2, "seq": 8, "height": 64, "width": 96, "features": 40}
 # Output dimensions that are symbolic in the model but known for the inputs above.
 EXTRA_OUTPUT_DIMS: dict[str, dict[str, int]] = {
     # strides 8/16/32 of 64x96 give 8x12 + 4x6 + 2x3 cells, 3 anchors each
@@ -426,3 +427,39 @@ def test_default_options_run(name: str) -> None:
     model = zoo.build(name)
     outputs = run(model, random_feeds(model, {"batch": 1, "seq": 8, "height": 64, "width": 64}))
     assert all(np.isfinite(array).all() for array in outputs.values())
+
+
+def test_elementwise_is_a_chain_of_scale_shift_activation() -> None:
+    model = zoo.build("elementwise", ops=8, features=None, activation="Tanh")
+    assert [n.op_type for n in model.graph.node] == ["Mul", "Add", "Tanh"] * 2 + ["Mul", "Add"]
+    assert all(t.dims == [] for t in model.graph.initializer)  # scalars: only activations move
+    assert dims_of(model.graph.input[0]) == dims_of(model.graph.output[0]) == ["batch", "features"]
+    for a, b in zip(model.graph.node[:-1], model.graph.node[1:], strict=True):
+        assert b.input[0] == a.output[0]  # one chain, nothing branches
+    w = weights(model)
+    x = np.random.default_rng(0).standard_normal((3, 50)).astype(np.float32)
+    expected = x
+    for i in range(8):
+        block = f"blocks.{i // 3}"
+        expected = (
+            expected * w[f"{block}.scale"],
+            expected + w[f"{block}.shift"],
+            np.tanh(expected),
+        )[i % 3]
+    np.testing.assert_allclose(run(model, {"x": x})["y"], expected, rtol=1e-5, atol=1e-6)
+    assert dims_of(zoo.build("elementwise").graph.input[0]) == ["batch", 1024]
+    assert len(zoo.build("elementwise").graph.node) == 12
+
+
+@pytest.mark.parametrize("activation", zoo.ELEMENTWISE_ACTIVATIONS)
+def test_elementwise_activations_run(activation: str) -> None:
+    model = zoo.build("elementwise", ops=3, features=16, activation=activation)
+    assert model.graph.node[-1].op_type == activation
+    out = run(model, random_feeds(model, DIMS))["y"]
+    assert out.shape == (2, 16) and np.isfinite(out).all()
+
+
+@pytest.mark.parametrize("options", [{"ops": 0}, {"features": -4}, {"activation": "Gelu"}])
+def test_elementwise_bad_options(options: dict[str, Any]) -> None:
+    with pytest.raises(ValueError):
+        zoo.build("elementwise", **options)

@@ -112,8 +112,17 @@ def test_shapes_naming_no_input_are_refused_with_the_inputs() -> None:
     app = Explorer("zoo:mlp")
     app.shapes.value = "nosuch=1,2"
     assert "nosuch is not an input" in app.status.value and "input" in app.status.value
-    app.shapes.value = "input=2,1,28,28"
-    assert app.concrete_shapes() == {"input": [2, 1, 28, 28]}
+
+
+def test_shapes_load_the_model_again_with_them_for_every_tab() -> None:
+    app = Explorer("zoo:resnet18")
+    assert app.graph.nx.nodes["input:input"]["shape"][0] == "batch"
+    app.shapes.value = "input=2,3,224,224"
+    _wait(app)
+    assert app.graph.nx.nodes["input:input"]["shape"] == (2, 3, 224, 224)
+    assert app.concrete_shapes() == {"input": [2, 3, 224, 224]}
+    targets = app.compute("Targets")
+    assert targets.report.get("qnn-htp").coverage == 1.0  # static shapes: the HTP takes every node
 
 
 def test_a_tab_opened_while_another_computes_is_computed_next() -> None:
