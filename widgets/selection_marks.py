@@ -53,6 +53,19 @@ def ring(figure: Any, graph: ModelGraph, layout: Layout, nodes: Iterable[str]) -
     -------
     list of str
         The drawn items ringed (boxes for nodes in collapsed scopes), in order, without repeats.
+
+    Examples
+    --------
+    >>> from explorer import load
+    >>> from explorer.figures import graph_figure
+    >>> from explorer.layout import layered
+    >>> import plotly.graph_objects as go
+    >>> g = load("zoo:resnet18"); layout = layered(g, collapse=1)
+    >>> figure = go.FigureWidget(graph_figure(g, layout))
+    >>> ring(figure, g, layout, ["/layer1/layer1.0/conv1/Conv", "/layer1/layer1.1/conv2/Conv"])
+    ['scope:layer1']
+    >>> ring(figure, g, layout, []), figure.data[NODES].marker.line.width
+    ([], 0.5)
     """
     trace = figure.data[NODES]
     drawn = list(trace.customdata)

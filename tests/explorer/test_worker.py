@@ -211,8 +211,10 @@ def test_unpicklable_argument_fails_in_the_parent_and_keeps_the_worker():
 
 
 def test_sigsegv_is_reported_with_faulthandler_dump():
+    # a fresh worker: one that imported TVM earlier (a lowering test) has TVM's own SIGSEGV handler,
+    # which prints a native backtrace instead of faulthandler's dump
     with pytest.raises(WorkerCrashed) as info:
-        worker.run(segfault)
+        worker.run(segfault, reuse=False)
     err = info.value
     assert err.signal_name == "SIGSEGV"
     assert err.exitcode == -signal.SIGSEGV
@@ -223,7 +225,7 @@ def test_sigsegv_is_reported_with_faulthandler_dump():
 
 def test_native_null_pointer_read_is_a_crash():
     with pytest.raises(WorkerCrashed) as info:
-        worker.run(read_null_pointer)
+        worker.run(read_null_pointer, reuse=False)  # a fresh worker: faulthandler's dump (see above)
     assert info.value.signal_name == "SIGSEGV"
     assert "string_at" in info.value.stderr_tail
 
