@@ -11,7 +11,7 @@ Examples
 >>> from explorer.timeline import run_pipeline
 >>> t = run_pipeline("zoo:resnet18", "fuse_bn_into_conv", verify=False)
 >>> trace_node(t, "/bn1/BatchNormalization").fate
-'fused into /conv1/Conv by step 1 (fuse_bn_into_conv)'
+'fused into /conv1/Conv (Conv, with 1 other node) by step 1 (fuse_bn_into_conv)'
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any
 
 import pandas as pd
 
+from .diff import Fusion
 from .graph import ModelGraph
 from .timeline import Timeline
 
@@ -43,7 +44,7 @@ class NodeTrace:
         The node it was fused into, when a fusion ended it.
     fate : str
         In words: ``"kept through all 3 steps"``, ``"removed by step 2 (eliminate_identity)"``,
-        ``"fused into /conv1/Conv by step 1 (fuse_bn_into_conv)"``.
+        ``"fused into /conv1/Conv (Conv, with 1 other node) by step 1 (fuse_bn_into_conv)"``.
     """
 
     node: str
@@ -129,17 +130,24 @@ def trace_node(timeline: Timeline, node: str) -> NodeTrace:
             continue
         fusion = next((f for f in diff.fusions if current in f.sources), None)
         names.append(None)
-        return _ended(node, names, len(timeline), step, timeline, fusion.into if fusion else None)
+        return _ended(node, names, len(timeline), step, timeline, fusion)
     steps = len(timeline) - 1
     return NodeTrace(node, tuple(names), None, None, f"kept through all {steps} step{'s' * (steps != 1)}")
 
 
 def _ended(
-    node: str, names: list[str | None], length: int, step: int, timeline: Timeline, into: str | None
+    node: str, names: list[str | None], length: int, step: int, timeline: Timeline, fusion: Fusion | None
 ) -> NodeTrace:
     names = names + [None] * (length - len(names))
-    what = f"fused into {into}" if into is not None else "removed"
-    return NodeTrace(node, tuple(names), step, into, f"{what} by step {step} ({timeline[step].name})")
+    when = f"by step {step} ({timeline[step].name})"
+    if fusion is None:
+        return NodeTrace(node, tuple(names), step, None, f"removed {when}")
+    data = timeline[step].graph.nx.nodes.get(fusion.into, {})
+    op = data.get("op") or data.get("op_type") or "?"
+    others = len(fusion.sources) - 1
+    company = f", with {others} other node{'s' * (others != 1)}" if others else ""
+    fate = f"fused into {fusion.into} ({op}{company}) {when}"
+    return NodeTrace(node, tuple(names), step, fusion.into, fate)
 
 
 def lowered_from(graph: ModelGraph, node: str) -> list[str]:

@@ -450,7 +450,7 @@ class Explorer(w.VBox):
         >>> app = Explorer("zoo:resnet18", pipeline="fuse_bn_into_conv")
         >>> _ = app.compute("Passes")
         >>> app.select("/bn1/BatchNormalization")
-        >>> "fused into /conv1/Conv by step 1" in app.selection.value
+        >>> "fused into /conv1/Conv (Conv, with 1 other node) by step 1" in app.selection.value
         True
         """
         if self.graph is None or node not in self.graph.nx:

@@ -283,7 +283,7 @@ class TimelineStepper(w.VBox):
         --------
         >>> from explorer.timeline import run_pipeline
         >>> stepper = TimelineStepper(run_pipeline("zoo:resnet18", "fuse_bn_into_conv", verify=False))
-        >>> "fused into /conv1/Conv by step 1" in stepper.follow("/bn1/BatchNormalization")
+        >>> "fused into /conv1/Conv (Conv, with 1 other node)" in stepper.follow("/bn1/BatchNormalization")
         True
         """
         self.followed = node
