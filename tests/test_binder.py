@@ -42,9 +42,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
-from explorer.process_memory import ProcessTreeSampler
+from tests.notebooks.executor import execute_with_memory
 
 ROOT = Path(__file__).resolve().parents[1]
 BINDER = ROOT / "binder"
@@ -341,30 +340,8 @@ def test_notebook_runs_in_the_binder_env(
     # Last, a cell that says which Python ran the notebook: the Binder environment's, not .venv's.
     probe = "import sys, explorer; print(sys.prefix); print(explorer.__file__)"
     notebook.cells.append(nbformat.v4.new_code_cell(probe))
-    sampler = ProcessTreeSampler(interval_s=0.1)
-
-    def sample_kernel(**_: object) -> None:
-        sampler.start(client.km.provisioner.pid)
-
-    client = NotebookClient(
-        notebook,
-        timeout=300,
-        kernel_name=binder_kernel,
-        resources={"metadata": {"path": str(tmp_path)}},
-        store_widget_state=True,
-        on_notebook_start=sample_kernel,
-    )
-    try:
-        client.execute()
-    finally:
-        peak = sampler.stop()
-    errors = [
-        o
-        for c in notebook.cells
-        if c.cell_type == "code"
-        for o in c.get("outputs", [])
-        if o.output_type == "error"
-    ]
+    run = execute_with_memory(notebook, binder_kernel, tmp_path)
+    errors, peak = run.errors, run.peak
     assert not errors, errors[0]["evalue"] if errors else ""
     said = "".join(o.get("text", "") for o in notebook.cells[-1].outputs).split()
     assert Path(said[0]).resolve() == binder_env.venv.resolve()

@@ -13,9 +13,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
-from explorer.process_memory import ProcessTreeSampler
+from tests.notebooks.executor import execute_with_memory
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -45,30 +44,8 @@ def test_notebook_runs(path: Path, tmp_path: Path) -> None:
     copy = tmp_path / path.name
     shutil.copy(path, copy)
     notebook = nbformat.read(copy, as_version=4)
-    sampler = ProcessTreeSampler(interval_s=0.1)
-
-    def sample_kernel(**_: object) -> None:
-        sampler.start(client.km.provisioner.pid)  # the kernel's tree, once it is up
-
-    client = NotebookClient(
-        notebook,
-        timeout=300,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(tmp_path)}},
-        store_widget_state=True,
-        on_notebook_start=sample_kernel,
-    )
-    try:
-        client.execute()
-    finally:
-        peak = sampler.stop()
-    errors = [
-        o
-        for c in notebook.cells
-        if c.cell_type == "code"
-        for o in c.get("outputs", [])
-        if o.output_type == "error"
-    ]
+    run = execute_with_memory(notebook, "python3", tmp_path)
+    errors, peak = run.errors, run.peak
     assert not errors, errors[0]["evalue"] if errors else ""
     assert peak.peak_pss_bytes < MEMORY_LIMIT, (
         f"{path.name}: kernel + worker + children peaked at {peak.peak_pss_mib:.0f} MiB"
