@@ -256,8 +256,9 @@ class Explorer(w.VBox):
                 graph = load(model, input_shapes=shapes, name=named)
             else:
                 graph = source if isinstance(source, ModelGraph) else load_recent(source)
-        except Exception as err:  # the user's file: say what is wrong, keep the model shown
-            self._could_not_open(_describe(source), err)
+        except Exception as err:  # the user's file or shapes: say what is wrong, keep the model shown
+            given = f" with shapes {self.shapes.value.strip()}" if self.shapes.value.strip() else ""
+            self._could_not_open(_describe(source) + given, err)
             raise
         self._source = source
         self.graph = graph
@@ -303,9 +304,7 @@ class Explorer(w.VBox):
         try:
             graph = load(str(path), name=Path(name).name)  # titled by the user's file, not the copy's
         except Exception as err:
-            self.status.value = (
-                f"<b>could not open</b> {html.escape(Path(name).name)}: {html.escape(str(err))}"
-            )
+            self._could_not_open(Path(name).name, err)
             raise
         return self.load(graph)
 
@@ -354,10 +353,8 @@ class Explorer(w.VBox):
         if graph is not self.graph:  # another model was opened meanwhile
             return None
         self.panels[tab] = panel
-        box.children = [
-            *([w.HTML(self.lowered_note)] if tab == "Lowering" and self.lowered_note else []),
-            panel,
-        ]
+        if panel not in box.children:  # a builder that placed it early placed what goes with it
+            box.children = [panel]
         self.progress.value = 1.0
         self.status.value = f"{tab}: ready ({time.monotonic() - started:.1f} s)"
         if self.selected is not None:
@@ -412,7 +409,9 @@ class Explorer(w.VBox):
                 f"that model. Why: {html.escape(str(failed))}</div>"
             )
             timeline = relax_pipeline(fixed.source, shapes, self.lowering, progress=self._progress)
-        return TimelineStepper(timeline, height=self.height)
+        stepper = TimelineStepper(timeline, height=self.height)
+        self._place("Lowering", *([w.HTML(self.lowered_note)] if self.lowered_note else []), stepper)
+        return stepper
 
     def _build_runtimes(self) -> Any:
         from .bench_panel import BenchPanel
@@ -436,9 +435,9 @@ class Explorer(w.VBox):
         panel.check()
         return panel
 
-    def _place(self, tab: str, panel: Any) -> None:
-        """Show a tab's widget while it still computes (its own progress), the stop button above."""
-        self.tabs.children[TABS.index(tab)].children = [panel]
+    def _place(self, tab: str, *shown: Any) -> None:
+        """Show a tab's widget (and what goes with it) while it still computes, with its own progress."""
+        self.tabs.children[TABS.index(tab)].children = list(shown)
 
     # -- the one selection ---------------------------------------------------------------------
 
@@ -572,28 +571,16 @@ class Explorer(w.VBox):
             return
         item = files[0]
         name, content = item["name"], item["content"]
-        self.upload.value = ()  # the widget lets go of the bytes once they are on disk
+        self.upload.value = ()  # the widget lets go of the bytes; the job writes them to disk
 
         self._run_in_background(lambda: self.load_bytes(content, name))
 
     def _shapes_changed(self, change: dict[str, Any]) -> None:
-        try:
-            shapes = self.input_shapes
-        except ValueError as err:
-            self.status.value = f"<b>shapes</b>: {html.escape(str(err))}"
-            return
-        if self.graph is None or self.graph.model is None:
-            return
-        inputs = set(concrete_input_shapes(self.graph.model))
-        unknown = sorted(set(shapes or {}) - inputs)
-        if unknown:
-            self.status.value = (
-                f"<b>shapes</b>: {html.escape(', '.join(unknown))} is not an input of this model "
-                f"(inputs: {html.escape(', '.join(sorted(inputs)))})"
-            )
-            return
-        # the model again with these shapes: every tab starts over from it (the open one at once)
-        self._run_in_background(lambda: self.load(self._source))
+        if self.graph is not None:
+            # the model again with these shapes: every tab starts over from it (the open one at once);
+            # a malformed entry, a name that is no input, a rank or fixed dimension that differs: load
+            # says so (fix_input_shapes) and the model shown stays
+            self._run_in_background(lambda: self.load(self._source))
 
 
 def _format_shapes(shapes: Mapping[str, Sequence[int]] | None) -> str:

@@ -3,18 +3,7 @@
 A node hidden in a collapsed scope rings the box that holds it. The ring is the ``nodes``
 trace's marker outline plus a rounded outline in the selection trace
 (:func:`explorer.figures.selection_ring`, :func:`explorer.figures.selection_outline`), sent
-in one ``batch_update``.
-
-Examples
---------
->>> from explorer import load
->>> from explorer.figures import graph_figure
->>> from explorer.layout import layered
->>> import plotly.graph_objects as go
->>> g = load("zoo:mlp"); layout = layered(g)
->>> figure = go.FigureWidget(graph_figure(g, layout))
->>> ring(figure, g, layout, ["/fc1/Gemm", "/fc2/Gemm"])
-['/fc1/Gemm', '/fc2/Gemm']
+in one ``batch_update`` (:func:`ring` has an example).
 """
 
 from __future__ import annotations

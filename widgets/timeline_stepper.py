@@ -298,18 +298,18 @@ class TimelineStepper(w.VBox):
             return
         node = self.followed
         steps = {"before": max(0, self.step - 1), "after": self.step}
-        shown: dict[str, list[str]] = {}
+        marked: dict[str, list[str]] = {}  # side -> the nodes that stand for the followed one there
         for side, figure in (("before", self.before), ("after", self.after)):
             k = steps[side]
             graph = self.timeline[k].graph
             if node is None:
-                nodes: list[str] = []
+                marked[side] = []
             elif self._trace is not None:
                 name = self._trace.name_at(k)
-                nodes = [name] if name else []
+                marked[side] = [name] if name else []
             else:
-                nodes = lowered_from(graph, node)
-            shown[side] = ring(figure, graph, self._layout(k), nodes)
+                marked[side] = lowered_from(graph, node)
+            ring(figure, graph, self._layout(k), marked[side])
         if node is None:
             self.follow_note.value = ""
             return
@@ -321,8 +321,7 @@ class TimelineStepper(w.VBox):
             )
             self.follow_note.value = f"{label}: {html.escape(self._trace.fate)} ({here})"
             return
-        graph = self.timeline[self.step].graph
-        after = lowered_from(graph, node)
+        graph, after = self.timeline[self.step].graph, marked["after"]
         names = ", ".join(
             f"<code>{html.escape(n)}</code> ({html.escape(str(graph.nx.nodes[n].get('op') or '?'))})"
             for n in after[:8]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import threading
 import time
 from datetime import datetime, timezone
@@ -111,7 +112,10 @@ def test_a_bad_path_says_what_is_wrong_and_keeps_the_model(tmp_path) -> None:
 def test_shapes_naming_no_input_are_refused_with_the_inputs() -> None:
     app = Explorer("zoo:mlp")
     app.shapes.value = "nosuch=1,2"
-    assert "nosuch is not an input" in app.status.value and "input" in app.status.value
+    _wait(app)
+    said = html.unescape(app.status.value)
+    assert "'nosuch', which is not an input" in said and "inputs are: input" in said
+    assert app.graph.source == "zoo:mlp"  # the model shown stays
 
 
 def test_shapes_load_the_model_again_with_them_for_every_tab() -> None:
