@@ -36,6 +36,10 @@ __all__ = [
     "UnknownNameError",
     "UnknownPassError",
     "PipelineSyntaxError",
+    "UsageError",
+    "OutputPathError",
+    "RuntimeUnsupportedError",
+    "LoweringError",
     "WorkerError",
     "WorkerCrashed",
     "WorkerTimeout",
@@ -133,6 +137,119 @@ class UnknownPassError(UnknownNameError):
 
 class PipelineSyntaxError(ExplorerError, ValueError):
     """A pipeline string is malformed (unbalanced parentheses, a parameter without ``=``)."""
+
+
+class UsageError(ExplorerError, ValueError):
+    """An argument is wrong (a name that is not an input, a negative count, a pass that does not exist).
+
+    The message says which argument, why, and what is valid.
+    """
+
+
+class OutputPathError(ExplorerError):
+    """An output path cannot be written: it is the input (or a hard link to it), or its folder is
+    missing or read-only. Nothing was written and the input is untouched."""
+
+
+class RuntimeUnsupportedError(ExplorerError):
+    """A runtime cannot take this model: an operator it has no kernel for (at this opset or domain), a
+    type it does not support, a missing system facility (a locale). The user's model, not a bug.
+
+    Parameters
+    ----------
+    message : str
+        The runtime's reason in words.
+    runtime : str
+        The runtime's label, e.g. ``"onnxruntime CPUExecutionProvider"``.
+    op_type, domain : str, optional
+        The operator at fault, when known.
+    opset : int, optional
+        The opset of that domain the model imports.
+    path : str, optional
+        The model's source.
+
+    Examples
+    --------
+    >>> err = RuntimeUnsupportedError(
+    ...     "no kernel", runtime="ort", op_type="AveragePool", opset=1, path="m.onnx"
+    ... )
+    >>> str(err)
+    'm.onnx: ort cannot run AveragePool (opset 1): no kernel'
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        runtime: str,
+        op_type: str | None = None,
+        domain: str = "",
+        opset: int | None = None,
+        path: str | None = None,
+    ) -> None:
+        self.reason = message
+        self.runtime = runtime
+        self.op_type = op_type
+        self.domain = domain
+        self.opset = opset
+        self.path = path
+        what = "the model"
+        if op_type:
+            what = f"{domain}::{op_type}" if domain and domain != "ai.onnx" else op_type
+            if opset is not None:
+                what += f" (opset {opset})"
+        head = f"{path}: " if path else ""
+        super().__init__(f"{head}{runtime} cannot run {what}: {message}")
+
+
+class LoweringError(ExplorerError):
+    """A compiler pass failed on the model (e.g. TVM's LegalizeOps met a tensor of unknown shape).
+
+    Parameters
+    ----------
+    message : str
+        The pass's own words.
+    pass_name : str
+        The pass that failed.
+    binding : str, optional
+        The Relax binding (or IR op) it failed on, when known.
+    onnx_nodes : sequence of str, optional
+        The ONNX nodes that binding came from (its ``origin``).
+    fix : str, optional
+        What would fix it, in words.
+    path : str, optional
+        The model's source.
+
+    Examples
+    --------
+    >>> err = LoweringError("shape unknown", pass_name="LegalizeOps", binding="lv3", onnx_nodes=["/Reshape"],
+    ...                     fix="use onnxsim", path="m.onnx")
+    >>> print(err)
+    m.onnx: TVM pass LegalizeOps failed at lv3 (from ONNX node /Reshape): shape unknown; fix: use onnxsim
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        pass_name: str,
+        binding: str | None = None,
+        onnx_nodes: tuple[str, ...] | list[str] = (),
+        fix: str | None = None,
+        path: str | None = None,
+    ) -> None:
+        self.reason = message
+        self.pass_name = pass_name
+        self.binding = binding
+        self.onnx_nodes = tuple(onnx_nodes)
+        self.fix = fix
+        self.path = path
+        where = f" at {binding}" if binding else ""
+        if self.onnx_nodes:
+            where += f" (from ONNX node {', '.join(self.onnx_nodes[:3])})"
+        head = f"{path}: " if path else ""
+        tail = f"; fix: {fix}" if fix else ""
+        super().__init__(f"{head}TVM pass {pass_name} failed{where}: {message}{tail}")
 
 
 class WorkerError(ExplorerError):
