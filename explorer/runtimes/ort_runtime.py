@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .. import worker
+from ..errors import RuntimeUnsupportedError
 from ..model_files import worker_source
 from ..native import ORT_LEVELS
 from ..worker import ProgressEvent
@@ -126,11 +127,31 @@ class OrtRuntime:
     ) -> PreparedSession:
         """Create the ONNX Runtime session in the worker (or find it there).
 
+        Raises
+        ------
+        RuntimeUnsupportedError
+            ONNX Runtime refused the model for the model's sake: no kernel for an op at the
+            version its opset resolves to (or for its types), an op of a domain it does not
+            know, an opset newer than the build, a locale the machine lacks. The error names
+            the op, its domain and opset, and the runtime (see
+            :func:`explorer.runtimes.sessions.ort_refusal`). Any other failure stays as it is.
+
         Examples
         --------
         >>> from explorer import load
         >>> OrtRuntime().prepare(load("zoo:mlp")).info["providers"]
         ['CPUExecutionProvider']
+        >>> from onnx import TensorProto, helper
+        >>> x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+        >>> y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+        >>> node = helper.make_node("Foo", ["x"], ["y"], domain="my.ops")
+        >>> opsets = [helper.make_opsetid("", 17), helper.make_opsetid("my.ops", 3)]
+        >>> custom = helper.make_model(helper.make_graph([node], "g", [x], [y]), opset_imports=opsets)
+        >>> try:
+        ...     OrtRuntime().prepare(load(custom))
+        ... except RuntimeUnsupportedError as err:
+        ...     print(err.op_type, err.domain, err.opset)
+        Foo my.ops 3
         """
         if graph.model is None:
             raise ValueError("a runtime needs a top-level ONNX graph (one with a ModelProto)")
@@ -143,4 +164,37 @@ class OrtRuntime:
             step=f"{self.label}: session",
             progress=progress,
         )
+        if not info.get("ok", True):
+            raise _refused(info, graph)
         return PreparedSession(self, key, info, graph, dict(input_shapes) if input_shapes else None)
+
+
+def _refused(info: Mapping[str, Any], graph: ModelGraph) -> RuntimeUnsupportedError:
+    """The typed error of ONNX Runtime's refusal (what ``prepare_ort`` returned), with the domain
+    of the op (when the message did not say it) and the opset the model imports for it."""
+    model = graph.model
+    op, domain = info.get("op_type"), info.get("domain")
+    if op and domain is None and model is not None:
+        domain = _node_domain(model, str(op), str(info.get("node") or ""))
+    opsets = {(o.domain or ""): int(o.version) for o in model.opset_import} if model is not None else {}
+    key = "" if domain in (None, "ai.onnx") else str(domain)
+    node = f" (node {info['node']})" if info.get("node") else ""
+    return RuntimeUnsupportedError(
+        f"{info['reason']}{node}",
+        runtime=f"onnxruntime {info.get('version', '')} {info.get('provider', '')}".replace("  ", " "),
+        op_type=str(op) if op else None,
+        domain=str(domain or ""),
+        opset=opsets.get(key),
+        path=graph.source,
+    )
+
+
+def _node_domain(model: Any, op: str, node: str) -> str:
+    """The domain of the node called ``node`` with op ``op`` (or of any node with that op) in the
+    model's graphs and functions; ``""`` when none has it."""
+    from ..onnx_protos import iter_graphs
+
+    graphs = [g.node for g, _ in iter_graphs(model.graph)] + [f.node for f in model.functions]
+    found = [n for nodes in graphs for n in nodes if n.op_type == op]
+    named = [n for n in found if node and n.name == node]
+    return (named or found)[0].domain if found else ""

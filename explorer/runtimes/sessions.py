@@ -28,6 +28,7 @@ Examples
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -44,6 +45,7 @@ __all__ = [
     "MAX_SESSIONS",
     "SessionGone",
     "prepare_ort",
+    "ort_refusal",
     "prepare_tvm",
     "run_session",
     "time_session",
@@ -119,7 +121,9 @@ def prepare_ort(path: str, key: str, options: Mapping[str, Any]) -> dict[str, An
     Returns
     -------
     dict
-        ``{"runtime": "ort", "prepare_s", "providers", "threads", "version", "reused"}``.
+        ``{"runtime": "ort", "prepare_s", "providers", "threads", "version", "reused"}``, or
+        ONNX Runtime's refusal of the model (``{"ok": False, "runtime": "ort", "version",
+        "provider", ...}`` with what :func:`ort_refusal` read from its message).
 
     Examples
     --------
@@ -135,7 +139,13 @@ def prepare_ort(path: str, key: str, options: Mapping[str, Any]) -> dict[str, An
     provider = str(options.get("provider", "CPUExecutionProvider"))
     threads = int(options.get("threads", 0) or 0)
     started = time.perf_counter()
-    session = ort_session(path, [provider], str(options.get("optimization", "all")), threads=threads)
+    try:
+        session = ort_session(path, [provider], str(options.get("optimization", "all")), threads=threads)
+    except Exception as err:  # the model's fault (no kernel, unknown op, a type) comes back as data
+        refusal = ort_refusal(str(err), provider)
+        if refusal is None:
+            raise  # anything else is not the model's: it stays what it is
+        return {"ok": False, "runtime": "ort", "version": ort.__version__, "provider": provider, **refusal}
     prepare_s = time.perf_counter() - started
     names = [o.name for o in session.get_outputs()]
 
@@ -161,6 +171,100 @@ def prepare_ort(path: str, key: str, options: Mapping[str, Any]) -> dict[str, An
             profile=profile,
         ),
     )
+
+
+_NO_KERNEL = re.compile(r"Could not find an implementation for ([\w.]+)\((\d+)\) node with name '([^']*)'")
+_NOT_REGISTERED = re.compile(r"Fatal error: ([\w.]*):([\w.]+)\((-?\d+)\) is not a registered function/op")
+_NO_SCHEMA = re.compile(
+    r"In Node, \(\"([^\"]*)\", ([\w.]+), \"([\w.]*)\", -?\d+\).*?No Op registered for [\w.]+ "
+    r"with domain_version of (\d+)",
+    re.S,
+)
+_BAD_TYPE = re.compile(
+    r"Type Error: Type '([^']+)' of (input|output) parameter \(([^)]*)\) of operator \(([\w.]+)\) "
+    r"in node \(([^)]*)\) is invalid"
+)
+_NEW_OPSET = re.compile(
+    r"Opset (\d+) is under development.*?Current official support for domain ([\w.]+) is till opset (\d+)",
+    re.S,
+)
+_NO_LOCALE = re.compile(r"Failed to construct locale with name:([^:]+):")
+
+
+def ort_refusal(message: str, provider: str = "CPUExecutionProvider") -> dict[str, Any] | None:
+    """What ONNX Runtime's error ``message`` says about the model, when it refused the model for
+    the model's sake: ``{"op_type", "domain", "schema_version", "node", "reason"}`` (``domain``
+    None where the message does not say it; ``schema_version`` the op's schema version, when named);
+    None for any other error (one of ours, or ONNX Runtime's own).
+
+    Refusals read: no kernel of ``provider`` for the op at the schema version the model's opset
+    resolves to, or for its input types; an op in a domain no schema or kernel is registered
+    for (a custom op); an op ONNX does not define at that opset; an input type the op does not
+    take; an opset newer than the build; a locale the machine lacks (``StringNormalizer``).
+
+    Examples
+    --------
+    >>> r = ort_refusal("[ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Could not find an implementation "
+    ...                 "for AveragePool(1) node with name ''")
+    >>> r["op_type"], r["schema_version"], r["reason"].startswith("the CPU provider has no kernel for")
+    ('AveragePool', 1, True)
+    >>> ort_refusal("Fatal error: my.custom:Foo(-1) is not a registered function/op")["domain"]
+    'my.custom'
+    >>> ort_refusal("std::bad_alloc") is None
+    True
+    """
+    short = provider.removesuffix("ExecutionProvider")
+    where = f"the {short} provider"
+    if match := _NO_KERNEL.search(message):
+        op, version, node = match.group(1), int(match.group(2)), match.group(3)
+        from ..targets.ort_kernels import installed_kernels
+
+        table = installed_kernels(provider)  # the message names no domain: ONNX's own, else any
+        kernels = list(table.get(("ai.onnx", op), ()))
+        kernels = kernels or [k for (_, name), ks in table.items() if name == op for k in ks]
+        ranges = ", ".join(dict.fromkeys(k.versions for k in kernels))
+        if not kernels:
+            reason = f"{where} has no kernel for {op}"
+        elif any(k.since <= version <= k.until for k in kernels):
+            reason = f"none of {where}'s {op} kernels for version {version} takes the node's types"
+        else:
+            reason = f"{where} has no kernel for {op} version {version} (its kernels cover {ranges})"
+            if version < min(k.since for k in kernels):
+                reason += "; convert the model to a newer opset (onnx.version_converter.convert_version)"
+        return _refusal(op, None, version, node, reason)
+    if match := _NOT_REGISTERED.search(message):
+        domain, op = match.group(1), match.group(2)
+        reason = (
+            f"no schema, function or kernel is registered for {op} in domain {domain or 'ai.onnx'}: a custom "
+            "op runs only with its kernel library (SessionOptions.register_custom_ops_library)"
+        )
+        return _refusal(op, domain, None, "", reason)
+    if match := _NO_SCHEMA.search(message):
+        node, op, domain, opset = match.group(1), match.group(2), match.group(3), int(match.group(4))
+        reason = f"ONNX defines no operator {op} in domain {domain or 'ai.onnx'} at opset {opset}"
+        return _refusal(op, domain, None, node, reason)
+    if match := _BAD_TYPE.search(message):
+        type_string, side, param, op, node = match.groups()
+        reason = f"{side} {param} has type {type_string}, which {op} does not take"
+        return _refusal(op, None, None, node, reason)
+    if match := _NEW_OPSET.search(message):
+        opset, domain, newest = int(match.group(1)), match.group(2), int(match.group(3))
+        reason = f"the model imports opset {opset} of {domain}; this ONNX Runtime knows opsets up to {newest}"
+        return _refusal(None, domain, None, "", reason)
+    if match := _NO_LOCALE.search(message):
+        name = match.group(1)
+        reason = (
+            f"this machine lacks the locale {name} (`locale -a` does not list it), which StringNormalizer "
+            f"needs to change case or compare case-insensitively; install it (e.g. `locale-gen {name}`)"
+        )
+        return _refusal("StringNormalizer", "", None, "", reason)
+    return None
+
+
+def _refusal(
+    op: str | None, domain: str | None, version: int | None, node: str, reason: str
+) -> dict[str, Any]:
+    return {"op_type": op, "domain": domain, "schema_version": version, "node": node, "reason": reason}
 
 
 def prepare_tvm(

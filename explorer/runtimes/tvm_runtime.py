@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .. import worker
+from ..errors import LoweringError
 from ..model_files import worker_source
 from ..worker import ProgressEvent
 from .base import PreparedSession, session_key
@@ -134,6 +135,10 @@ class TvmRuntime:
         ------
         RelaxImportFailed
             The importer could not take the graph (``err.result`` has the nodes and the fix).
+        LoweringError
+            A pass of the compile failed on what the importer made (the pass, the Relax binding,
+            the ONNX node it came from; e.g. legalizing a ``PRelu`` whose slope does not fit the
+            axis TVM's importer chose).
 
         Examples
         --------
@@ -160,16 +165,21 @@ class TvmRuntime:
                 shapes,
                 by_content=True,  # shapes and target
             )
-        info = worker.run_on_model(
-            prepare_tvm,
-            worker_source(graph),
-            key,
-            shapes,
-            options,
-            step=f"{self.label}: import, {'tune, ' if self.tuned else ''}compile",
-            progress=progress,
-            timeout=0 if self.tuned else None,  # tuning stops at its own budget (or when interrupted)
-        )
+        try:
+            info = worker.run_on_model(
+                prepare_tvm,
+                worker_source(graph),
+                key,
+                shapes,
+                options,
+                step=f"{self.label}: import, {'tune, ' if self.tuned else ''}compile",
+                progress=progress,
+                timeout=0 if self.tuned else None,  # tuning stops at its own budget (or when interrupted)
+            )
+        except LoweringError as err:  # raised in the worker, which knew the model only as a file
+            from ..lower.pass_failures import located
+
+            raise located(err, graph.source) from None
         if not info.get("ok", True):
             raise RelaxImportFailed(failed_import(info, graph, shapes))
         return PreparedSession(self, key, info, graph, shapes)

@@ -22,12 +22,13 @@ from __future__ import annotations
 import csv
 import functools
 import json
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from .support import DTYPE, NOTE, OP_MISSING, OPSET, NodeFacts, Reason, onnx_op_schema, onnx_type_string
+from .support import ATTRIBUTE, DTYPE, NOTE, OP_MISSING, OPSET, NodeFacts, Reason, onnx_op_schema
 
 __all__ = [
     "OrtKernel",
@@ -38,6 +39,9 @@ __all__ = [
     "table_source",
     "ort_ops",
     "kernel_reasons",
+    "locale_available",
+    "machine_reasons",
+    "STRING_NORMALIZER_LOCALE",
 ]
 
 _OPEN = 2**31 - 1  # ONNX Runtime's "and every later version"
@@ -221,7 +225,7 @@ def _formal_types(facts: NodeFacts) -> list[tuple[str, str | None]]:
                 constraint = formal[-1][0]
             else:
                 continue
-            pairs.append((constraint, onnx_type_string(tensor.dtype)))
+            pairs.append((constraint, tensor.type_string))
     return pairs
 
 
@@ -303,6 +307,71 @@ def kernel_reasons(facts: NodeFacts, kernels: KernelTable, provider: str) -> lis
     mismatches = [_takes(k, types) for k in matching]
     if all(m is not None for m in mismatches):
         taken = sorted({t for k in matching for ts in k.type_constraints.values() for t in ts})
-        shown = ", ".join(t.removeprefix("tensor(").removesuffix(")") for t in taken[:8])
-        return [Reason(DTYPE, f"no {provider} {facts.op} kernel takes {mismatches[0]} (takes {shown})")]
+        shown = ", ".join(t[len("tensor(") : -1] if t.startswith("tensor(") else t for t in taken[:8])
+        text = f"none of {provider}'s {facts.op} kernels takes {mismatches[0]} (they take {shown})"
+        return [Reason(DTYPE, text)]
     return []
+
+
+STRING_NORMALIZER_LOCALE = "en_US.UTF-8"
+"""The locale ONNX Runtime's ``StringNormalizer`` kernel builds when the node names none (Linux, macOS)."""
+
+
+@functools.cache
+def locale_available(name: str) -> bool:
+    """Whether this machine's C library can make the locale ``name`` (``locale -a`` lists it), as
+    ONNX Runtime's ``std::locale(name)`` needs; True where that cannot be asked (Windows).
+
+    Examples
+    --------
+    >>> locale_available("C"), locale_available("no_SUCH.locale")
+    (True, False)
+    """
+    import ctypes
+    import ctypes.util
+
+    masks = {"linux": 0x1FBF, "darwin": 0x3F}  # LC_ALL_MASK of glibc, and of macOS's libc
+    mask = next((m for prefix, m in masks.items() if sys.platform.startswith(prefix)), None)
+    library = ctypes.util.find_library("c")
+    if mask is None or library is None:
+        return True
+    libc = ctypes.CDLL(library)
+    libc.newlocale.restype = ctypes.c_void_p
+    libc.newlocale.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p]
+    libc.freelocale.argtypes = [ctypes.c_void_p]
+    handle = libc.newlocale(mask, name.encode(), None)
+    if not handle:
+        return False
+    libc.freelocale(handle)
+    return True
+
+
+def machine_reasons(facts: NodeFacts) -> list[Reason]:
+    """Why ONNX Runtime's CPU kernel for the node cannot run on this machine, though it exists:
+    ``StringNormalizer`` changing case or comparing case-insensitively builds its ``locale``
+    (default ``en_US.UTF-8``), and fails when the machine has no such locale.
+
+    Examples
+    --------
+    >>> from explorer.targets.support import NodeFacts
+    >>> f = NodeFacts("n", "StringNormalizer", "", 10, 10, (), (), {"locale": "no_SUCH.locale"},
+    ...               {"case_change_action": "LOWER", "is_case_sensitive": 0})
+    >>> machine_reasons(f)[0].kind
+    'attribute value'
+    """
+    if facts.op != "StringNormalizer" or facts.domain not in ("", "ai.onnx"):
+        return []
+    changes_case = str(facts.attribute("case_change_action") or "NONE") != "NONE"
+    if not changes_case and int(facts.attribute("is_case_sensitive") or 0):
+        return []
+    name = str(facts.attribute("locale") or STRING_NORMALIZER_LOCALE)
+    if locale_available(name):
+        return []
+    return [
+        Reason(
+            ATTRIBUTE,
+            f"this machine lacks the locale {name} (`locale -a` does not list it), which ONNX Runtime's "
+            "StringNormalizer needs to change case or compare case-insensitively; install it "
+            f"(e.g. `locale-gen {name}`)",
+        )
+    ]

@@ -25,7 +25,14 @@ import functools
 from collections.abc import Callable, Mapping
 
 from .mobile_tables import mobile_reasons, mobile_table
-from .ort_kernels import installed_kernels, installed_providers, kernel_reasons, table_kernels, table_source
+from .ort_kernels import (
+    installed_kernels,
+    installed_providers,
+    kernel_reasons,
+    machine_reasons,
+    table_kernels,
+    table_source,
+)
 from .qnn_htp import qnn_reasons, qnn_table
 from .target import KnowledgeSource, Target, per_node
 from .tvm_support import tvm_reasons
@@ -51,7 +58,7 @@ def _ort_cpu() -> Target:
         "ONNX Runtime's default provider: every node it has a kernel for runs on the CPU; "
         "a node without one stops the session from being created.",
         KnowledgeSource("measured", f"the installed onnxruntime {_ort_version()}'s kernel registry"),
-        per_node(lambda f: kernel_reasons(f, kernels, "the CPU provider")),
+        per_node(lambda f: [*kernel_reasons(f, kernels, "the CPU provider"), *machine_reasons(f)]),
         provider="CPUExecutionProvider",
     )
 

@@ -23,6 +23,7 @@ Examples
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -48,6 +49,8 @@ __all__ = [
     "NodeFacts",
     "node_facts",
     "onnx_type_string",
+    "type_kind",
+    "value_kinds",
     "onnx_op_schema",
 ]
 
@@ -178,17 +181,30 @@ class TensorFact:
         Dimensions (ints, or strings for symbolic ones); None when even the rank is unknown.
     constant : bool
         Whether the tensor is a weight (initializer or folded ``Constant``).
+    kind : str
+        What kind of value it is, its type string without the element type: ``"tensor"``,
+        ``"seq(tensor)"``, ``"optional(tensor)"``, ``"optional(seq(tensor))"``, ``"sparse_tensor"``
+        (see :func:`type_kind`); ``dtype`` is then the element type of the tensors inside.
 
     Examples
     --------
     >>> TensorFact("x", "float32", ("batch", 3), False).static
     False
+    >>> TensorFact("s", "float32", None, False, "seq(tensor)").type_string
+    'seq(tensor(float))'
     """
 
     name: str
     dtype: str | None
     shape: tuple[Any, ...] | None
     constant: bool
+    kind: str = "tensor"
+
+    @property
+    def type_string(self) -> str | None:
+        """The value's type as ONNX Runtime's kernel constraints spell it (``tensor(float)``,
+        ``seq(tensor(int64))``); None when the element type is unknown."""
+        return onnx_type_string(self.dtype, self.kind)
 
     @property
     def static(self) -> bool:
@@ -261,17 +277,154 @@ class NodeFacts:
         return tuple(t for t in (*self.inputs, *self.outputs) if t is not None)
 
 
-def onnx_type_string(dtype: str | None) -> str | None:
-    """ONNX Runtime's type string of a numpy-like dtype name (``float32`` -> ``tensor(float)``).
+def onnx_type_string(dtype: str | None, kind: str = "tensor") -> str | None:
+    """ONNX Runtime's type string of a numpy-like dtype name (``float32`` -> ``tensor(float)``),
+    for a value of ``kind`` (:func:`type_kind`: ``seq(tensor)`` -> ``seq(tensor(float))``).
 
     Examples
     --------
     >>> onnx_type_string("float32"), onnx_type_string("int64"), onnx_type_string(None)
     ('tensor(float)', 'tensor(int64)', None)
+    >>> onnx_type_string("float64", "optional(seq(tensor))")
+    'optional(seq(tensor(double)))'
     """
-    if not dtype:
+    if not dtype or _ELEMENT_FREE.search(kind) is None:
         return None
-    return f"tensor({ {'float32': 'float', 'float64': 'double'}.get(dtype, dtype) })"
+    element = {"float32": "float", "float64": "double"}.get(dtype, dtype)
+    return _ELEMENT_FREE.sub(lambda m: f"{m.group(0)}({element})", kind, count=1)
+
+
+_ELEMENT_FREE = re.compile(r"(?<!\w)(?:sparse_)?tensor(?!\()")
+"""A ``tensor`` or ``sparse_tensor`` in a kind, without its element type."""
+_ELEMENT = re.compile(r"\b((?:sparse_)?tensor)\([a-z0-9]+\)")
+"""A ``tensor(float)`` (or ``sparse_tensor(...)``) in a type string."""
+
+
+def type_kind(type_proto: Any) -> str | None:
+    """The kind of value an ONNX ``TypeProto`` describes: its type string as ONNX Runtime spells it,
+    with the element type left out (``tensor``, ``seq(tensor)``, ``optional(seq(tensor))``,
+    ``map(int64,tensor)``); None when the type is not set.
+
+    Examples
+    --------
+    >>> from onnx import TensorProto, helper
+    >>> type_kind(helper.make_sequence_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, None)))
+    'seq(tensor)'
+    >>> type_kind(helper.make_tensor_type_proto(TensorProto.INT64, [2]))
+    'tensor'
+    """
+    which = type_proto.WhichOneof("value")
+    if which == "tensor_type":
+        return "tensor"
+    if which == "sparse_tensor_type":
+        return "sparse_tensor"
+    if which in ("sequence_type", "optional_type"):
+        inner = getattr(type_proto, which).elem_type
+        inner_kind = type_kind(inner) if inner.WhichOneof("value") else None
+        wrapper = "seq" if which == "sequence_type" else "optional"
+        return f"{wrapper}({inner_kind})" if inner_kind else None
+    if which == "map_type":
+        from onnx import helper
+
+        key = helper.tensor_dtype_to_np_dtype(type_proto.map_type.key_type).name
+        value = type_kind(type_proto.map_type.value_type)
+        return f"map({'string' if key == 'object' else key},{value})" if value else None
+    return None
+
+
+def _text_type_kind(text: str) -> str | None:
+    """:func:`type_kind` of a ``TypeProto`` written in protobuf's text format (a decoded attribute)."""
+    import onnx
+    from google.protobuf import text_format
+
+    try:
+        return type_kind(text_format.Parse(str(text), onnx.TypeProto()))
+    except text_format.ParseError:
+        return None
+
+
+def _kinds_allowed(schema: Any, type_str: str) -> set[str]:
+    """The kinds a formal parameter's type (a constraint name or a literal type) allows."""
+    allowed = [type_str]
+    for constraint in schema.type_constraints:
+        if constraint.type_param_str == type_str:
+            allowed = list(constraint.allowed_type_strs)
+    return {_ELEMENT.sub(lambda m: m.group(1), t) for t in allowed}
+
+
+def value_kinds(graph: ModelGraph) -> dict[str, str]:
+    """The kind (:func:`type_kind`) of each value of ``graph``'s main graph that is not a plain tensor.
+
+    A declared type (graph input, output, ``value_info``) says it; otherwise the producing op's
+    schema does, as ONNX's type inference would: the kinds its output's type constraint
+    allows, when that is one kind (``SequenceConstruct`` makes a ``seq(tensor)``); else the
+    kind of the input that shares the constraint (``Identity`` of a sequence is a sequence);
+    ``Optional`` wraps its input's kind (or its ``type`` attribute) and ``OptionalGetElement``
+    unwraps it. Values it cannot tell are taken as tensors.
+
+    Examples
+    --------
+    >>> import onnx
+    >>> from onnx import TensorProto, helper
+    >>> from explorer.graph import build_graph
+    >>> x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    >>> y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+    >>> nodes = [helper.make_node("SequenceConstruct", ["x", "x"], ["s"]),
+    ...          helper.make_node("Identity", ["s"], ["t"]),
+    ...          helper.make_node("SequenceAt", ["t", "i"], ["y"])]
+    >>> i = helper.make_tensor("i", TensorProto.INT64, [], [0])
+    >>> opsets = [helper.make_opsetid("", 17)]
+    >>> m = helper.make_model(helper.make_graph(nodes, "g", [x], [y], [i]), opset_imports=opsets)
+    >>> value_kinds(build_graph(m))
+    {'s': 'seq(tensor)', 't': 'seq(tensor)'}
+    """
+    kinds: dict[str, str] = {}
+    proto = graph.proto
+    if proto is not None:
+        for value in (*proto.input, *proto.output, *proto.value_info):
+            kind = type_kind(value.type) if value.HasField("type") else None
+            if kind and kind != "tensor":
+                kinds[value.name] = kind
+    declared = set(kinds)
+    opsets: dict[str, int] = {}
+    if graph.model is not None:
+        opsets = {(o.domain or ""): int(o.version) for o in graph.model.opset_import}
+    for node in graph.op_nodes():
+        data = graph.nx.nodes[node]
+        domain, op = data.get("domain") or "", data["op_type"]
+        opset = opsets.get(domain)
+        schema = onnx_op_schema(op, domain, opset) if opset else None
+        if schema is None:
+            continue
+        inputs = list(data.get("inputs") or ())
+        outputs = list(data.get("outputs") or ())
+        for i, name in enumerate(outputs):
+            if not name or name in declared or not schema.outputs:
+                continue
+            kind = _output_kind(schema, op, data, inputs, min(i, len(schema.outputs) - 1), kinds)
+            if kind != "tensor":
+                kinds[name] = kind
+    return kinds
+
+
+def _output_kind(
+    schema: Any, op: str, data: Mapping[str, Any], inputs: Sequence[str], slot: int, kinds: Mapping[str, str]
+) -> str:
+    """The kind of a node's output ``slot`` (see :func:`value_kinds`)."""
+    first = kinds.get(inputs[0], "tensor") if inputs and inputs[0] else None
+    if op == "Optional" and schema.domain == "":
+        declared = (data.get("attributes") or {}).get("type")  # a TypeProto in text format
+        return f"optional({first or (_text_type_kind(declared) if declared else None) or 'tensor'})"
+    if op == "OptionalGetElement" and schema.domain == "" and first:
+        return first[len("optional(") : -1] if first.startswith("optional(") else first
+    type_str = schema.outputs[slot].type_str
+    allowed = _kinds_allowed(schema, type_str)
+    if len(allowed) == 1:
+        return next(iter(allowed))
+    for formal, name in zip(schema.inputs, inputs, strict=False):
+        if name and formal.type_str == type_str:
+            return kinds.get(name, "tensor")
+    return "tensor"
 
 
 @functools.cache
@@ -304,17 +457,20 @@ def _attribute_defaults(schema: Any) -> dict[str, Any]:
     return out
 
 
-def _tensor_fact(name: str, graph: ModelGraph, weights: Mapping[str, Any], edges: Mapping) -> Any:
+def _tensor_fact(
+    name: str, graph: ModelGraph, weights: Mapping[str, Any], edges: Mapping, kinds: Mapping[str, str]
+) -> Any:
     if not name:
         return None
     w = weights.get(name) or graph.weights.get(name)
     if w is not None:
         return TensorFact(name, w.dtype, tuple(w.shape) if w.shape is not None else None, True)
     data = edges.get(name)
+    kind = kinds.get(name, "tensor")
     if data is None:
-        return TensorFact(name, None, None, False)
+        return TensorFact(name, None, None, False, kind)
     shape = data.get("shape")
-    return TensorFact(name, data.get("dtype"), tuple(shape) if shape is not None else None, False)
+    return TensorFact(name, data.get("dtype"), tuple(shape) if shape is not None else None, False, kind)
 
 
 def node_facts(graph: ModelGraph) -> dict[str, NodeFacts]:
@@ -342,6 +498,7 @@ def node_facts(graph: ModelGraph) -> dict[str, NodeFacts]:
         opsets = {(o.domain or ""): int(o.version) for o in graph.model.opset_import}
     opsets.setdefault("ai.onnx", opsets.get("", 0))
     bodies = _function_bodies(graph)
+    kinds = value_kinds(graph)
     out = {}
     for node in graph.op_nodes():
         data = graph.nx.nodes[node]
@@ -352,8 +509,8 @@ def node_facts(graph: ModelGraph) -> dict[str, NodeFacts]:
         weights = {w.name: w for w in data.get("weights") or ()}
         edges_in = {k: d for _, _, k, d in graph.nx.in_edges(node, keys=True, data=True)}
         edges_out = {k: d for _, _, k, d in graph.nx.out_edges(node, keys=True, data=True)}
-        inputs = tuple(_tensor_fact(n, graph, weights, edges_in) for n in data.get("inputs") or ())
-        outputs = tuple(_tensor_fact(n, graph, {}, edges_out) for n in data.get("outputs") or ())
+        inputs = tuple(_tensor_fact(n, graph, weights, edges_in, kinds) for n in data.get("inputs") or ())
+        outputs = tuple(_tensor_fact(n, graph, {}, edges_out, kinds) for n in data.get("outputs") or ())
         out[node] = NodeFacts(
             node=node,
             op=data["op_type"],

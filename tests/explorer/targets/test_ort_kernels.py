@@ -51,3 +51,32 @@ def test_the_cuda_table_is_read_with_its_source() -> None:
     assert table_source("ort_cuda_kernels.csv")["commit"]
     target = get_target("ort-cuda")
     assert target.fallback == "CPU" and target.source.kind in ("table", "measured")
+
+
+def test_sequence_and_optional_types_match_as_onnx_runtime_matches_them() -> None:
+    from .test_support import _sequence_model
+
+    support = get_target("ort-cpu").support(load(_sequence_model()))
+    assert all(s.supported for s in support.values()), [s.to_dict() for s in support.values()]
+    kernels = installed_kernels("CPUExecutionProvider")
+    bare = TensorFact("s", "float32", None, False)  # a sequence taken for a tensor: no kernel takes it
+    facts = NodeFacts("n", "SequenceLength", "", 17, 11, (bare,), (TensorFact("n", "int64", (), False),), {})
+    assert kernel_reasons(facts, kernels, "CPU")[0].kind == "dtype"
+    seq = TensorFact("s", "float32", None, False, "seq(tensor)")
+    facts = NodeFacts("n", "SequenceLength", "", 17, 11, (seq,), (TensorFact("n", "int64", (), False),), {})
+    assert kernel_reasons(facts, kernels, "CPU") == []
+
+
+def test_string_normalizer_needs_its_locale_on_this_machine() -> None:
+    from explorer.targets.ort_kernels import locale_available, machine_reasons
+
+    def normalizer(**attributes: object) -> NodeFacts:
+        defaults = {"case_change_action": "NONE", "is_case_sensitive": 0, "locale": "no_SUCH.locale"}
+        return NodeFacts("n", "StringNormalizer", "", 10, 10, (), (), attributes, defaults)
+
+    assert not locale_available("no_SUCH.locale") and locale_available("C")
+    (reason,) = machine_reasons(normalizer(case_change_action="UPPER", is_case_sensitive=1))
+    assert reason.kind == "attribute value" and "no_SUCH.locale" in reason.text
+    assert machine_reasons(normalizer(is_case_sensitive=0))  # case-insensitive compare builds it too
+    assert machine_reasons(normalizer(is_case_sensitive=1)) == []  # neither: no locale needed
+    assert machine_reasons(normalizer(is_case_sensitive=0, locale="C")) == []
