@@ -251,6 +251,31 @@ class LoweringError(ExplorerError):
         tail = f"; fix: {fix}" if fix else ""
         super().__init__(f"{head}TVM pass {pass_name} failed{where}: {message}{tail}")
 
+    def __reduce__(self) -> tuple:
+        """Pickle with every attribute (the worker raises it; the parent rebuilds it typed).
+
+        Examples
+        --------
+        >>> import pickle
+        >>> err = LoweringError("shape unknown", pass_name="FoldConstant", binding="lv3", fix="onnxsim")
+        >>> again = pickle.loads(pickle.dumps(err))
+        >>> again.pass_name, again.binding, str(again) == str(err)
+        ('FoldConstant', 'lv3', True)
+        """
+        options = {
+            "pass_name": self.pass_name,
+            "binding": self.binding,
+            "onnx_nodes": self.onnx_nodes,
+            "fix": self.fix,
+            "path": self.path,
+        }
+        return _rebuild_lowering_error, (self.reason, options)
+
+
+def _rebuild_lowering_error(message: str, options: dict) -> LoweringError:
+    """A :class:`LoweringError` from what its ``__reduce__`` keeps."""
+    return LoweringError(message, **options)
+
 
 class WorkerError(ExplorerError):
     """A step run in a worker process did not return a result.

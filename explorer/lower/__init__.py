@@ -15,6 +15,7 @@ True
 
 from __future__ import annotations
 
+from .import_fix import lower_with_fixes
 from .relax_build import RelaxBuild, relax_build
 from .relax_import import FIX, REWRITE_FIXES, ImportFailure, RelaxImport, relax_graph, relax_import
 from .relax_pipeline import (
@@ -43,6 +44,7 @@ __all__ = [
     "PIPELINES",
     "is_kernel",
     "loop_stats",
+    "lower_with_fixes",
     "lowering_counts",
     "relax_build",
     "relax_graph",

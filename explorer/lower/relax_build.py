@@ -25,11 +25,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import worker
+from ..errors import LoweringError
 from ..graph import ModelGraph
 from ..model_files import new_model_dir, worker_source
 from ..runtimes.compare import max_abs_diff
 from ..runtimes.inputs import concrete_input_shapes, random_feeds
 from ..verification import ort_runner
+from .pass_failures import located
 from .relax_import import failed_import
 from .relax_pipeline import RelaxImportFailed
 from .relax_steps import build_relax, run_relax_library
@@ -156,6 +158,8 @@ def relax_build(
     ------
     RelaxImportFailed
         When the model does not import (``err.result.retry()`` is the fix where there is one).
+    LoweringError
+        When a pass of the build fails on the model (the pass, the binding, its ONNX nodes, the fix).
 
     Examples
     --------
@@ -168,16 +172,19 @@ def relax_build(
     shapes = concrete_input_shapes(graph.model, input_shapes)
     feeds = random_feeds(graph.model, shapes, seed)
     library = new_model_dir("relax-") / "model.so"
-    out = worker.run_on_model(  # the library lands in ``library`` atomically (the worker's output)
-        build_relax,
-        worker_source(graph),
-        shapes,
-        feeds,
-        output=str(library),
-        target=target,
-        step="Relax build",
-        timeout=timeout,
-    )
+    try:
+        out = worker.run_on_model(  # the library lands in ``library`` atomically (the worker's output)
+            build_relax,
+            worker_source(graph),
+            shapes,
+            feeds,
+            output=str(library),
+            target=target,
+            step="Relax build",
+            timeout=timeout,
+        )
+    except LoweringError as err:  # a pass failed on the model: name the model too
+        raise located(err, graph.source) from None
     if not out["ok"]:
         raise RelaxImportFailed(failed_import(out, graph, shapes))
     reference = tuple(ort_runner(graph, feeds))

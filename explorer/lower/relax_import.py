@@ -30,6 +30,7 @@ import networkx as nx
 from .. import worker
 from ..graph import ModelGraph
 from ..model_files import worker_source
+from ..node_ids import INPUT_PREFIX
 from .relax_steps import import_relax
 
 if TYPE_CHECKING:
@@ -40,6 +41,7 @@ __all__ = [
     "RelaxImport",
     "relax_import",
     "relax_graph",
+    "fix_graph",
     "failed_import",
     "shape_dict",
     "rewrite_fix",
@@ -146,20 +148,9 @@ class RelaxImport:
         >>> relax_import(load("zoo:control_flow")).retry().ok
         True
         """
-        from ..errors import ExplorerError
-        from ..runtimes.inputs import concrete_input_shapes
-        from ..timeline import run_pipeline
-
         shapes = shape_dict(input_shapes) or self.input_shapes
-        if self.fix == FIX:
-            shapes = concrete_input_shapes(self.source.model, shapes)
-        timeline = run_pipeline(self.source, list(self.fix_pipeline), input_shapes=shapes, verify=False)
-        failed = next((snap for snap in timeline if snap.error), None)
-        if failed is not None:
-            raise ExplorerError(
-                f"{self.source.source}: {failed.name} failed before the import: {failed.error}"
-            )
-        again = relax_import(timeline[-1].graph, input_shapes=shapes)
+        graph, shapes = fix_graph(self.source, self.fix_pipeline, shapes, fixed_shapes=self.fix == FIX)
+        again = relax_import(graph, input_shapes=shapes)
         return dataclasses.replace(again, applied=(*self.applied, self.fix or ""))
 
     def fixed(
@@ -219,6 +210,44 @@ class RelaxImport:
         return pd.DataFrame([f.to_dict() for f in self.failures], columns=["node", "op_type", "reason"])
 
 
+def fix_graph(
+    graph: ModelGraph,
+    pipeline: Sequence[Any],
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    *,
+    fixed_shapes: bool = False,
+) -> tuple[ModelGraph, dict[str, list[int]] | None]:
+    """Run a fix's passes on ``graph`` before an import: the rewritten graph and the shapes to import it with.
+
+    ``fixed_shapes``: every input gets a static shape first (``input_shapes``, else 1 for
+    batch-like dimensions and 32 for others), what :data:`FIX` does with ``("onnxsim",)``.
+
+    Raises
+    ------
+    ExplorerError
+        A pass of the fix failed (the message says which and why).
+
+    Examples
+    --------
+    >>> from explorer import load
+    >>> graph, shapes = fix_graph(load("zoo:mlp"), ("onnxsim",), fixed_shapes=True)
+    >>> shapes, graph.source.startswith("zoo:mlp")
+    ({'input': [1, 1, 28, 28]}, True)
+    """
+    from ..errors import ExplorerError
+    from ..runtimes.inputs import concrete_input_shapes
+    from ..timeline import run_pipeline
+
+    shapes = shape_dict(input_shapes)
+    if fixed_shapes:
+        shapes = concrete_input_shapes(graph.model, shapes)
+    timeline = run_pipeline(graph, list(pipeline), input_shapes=shapes, verify=False)
+    failed = next((snap for snap in timeline if snap.error), None)
+    if failed is not None:
+        raise ExplorerError(f"{graph.source}: {failed.name} failed before the import: {failed.error}")
+    return timeline[-1].graph, shapes
+
+
 def relax_graph(data: Mapping[str, Any], source: str = "<relax>") -> ModelGraph:
     """Build the graph model of a Relax function from the records the worker made.
 
@@ -258,10 +287,19 @@ def failed_import(out: Mapping[str, Any], graph: ModelGraph, shapes: Mapping[str
     >>> failed_import(out, load("zoo:mlp"), None).failures[0].op_type
     'Loop'
     """
+    from ..onnx_protos import string_inputs
+
     failures = tuple(ImportFailure(f["node"], f["op_type"], f["reason"]) for f in out["failures"])
     fix: str | None = FIX
     pipeline: tuple[Any, ...] = ("onnxsim",)
-    if out.get("missing"):
+    strings = string_inputs(graph.model) if graph.model is not None else []
+    if strings:  # no fix makes text a tensor TVM can hold
+        failures = tuple(
+            ImportFailure(INPUT_PREFIX + name, "", "a string tensor: TVM's Relax has no string tensors")
+            for name in strings
+        )
+        fix, pipeline = None, ()
+    elif out.get("missing"):
         rewrite = rewrite_fix(graph, failures)
         fix, pipeline = rewrite if rewrite is not None else (None, ())
     return RelaxImport(False, None, "", failures, fix, 0.0, graph, dict(shapes) if shapes else None, pipeline)

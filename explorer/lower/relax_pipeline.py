@@ -23,19 +23,21 @@ Examples
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .. import worker
-from ..errors import ExplorerError
+from ..errors import ExplorerError, LoweringError, UsageError
 from ..graph import ModelGraph
 from ..model_files import worker_source
 from ..tensors import format_bytes
 from ..timeline import Snapshot
 from ..worker import ProgressEvent
+from .pass_failures import located
 from .relax_import import RelaxImport, failed_import, relax_graph, shape_dict
-from .relax_steps import ALLOC_TENSOR, PIPELINES, ZERO_PIPELINE, lower_relax
+from .relax_steps import ALLOC_TENSOR, PIPELINES, ZERO_PIPELINE, lower_relax, relax_pass_names
 from .tir import LoweringTimeline
 
 __all__ = [
@@ -43,6 +45,8 @@ __all__ = [
     "PIPELINES",
     "RelaxImportFailed",
     "relax_pipeline",
+    "check_passes",
+    "known_passes",
     "lowering_counts",
     "is_kernel",
     "PASS_NOTES",
@@ -216,6 +220,10 @@ def relax_pipeline(
     ------
     RelaxImportFailed
         When the import fails (``err.result`` is the :class:`RelaxImport`, ``retry()`` the fix).
+    LoweringError
+        When a pass fails on the model: the pass, the binding, its ONNX nodes and the fix.
+    UsageError
+        A pipeline or pass name that does not exist (:func:`check_passes`).
 
     Examples
     --------
@@ -231,21 +239,20 @@ def relax_pipeline(
     if graph.model is None:
         raise ValueError("relax_pipeline needs a top-level ONNX graph (one with a ModelProto)")
     shapes = shape_dict(input_shapes)
-    if isinstance(pipeline, str) and pipeline not in PIPELINES:
-        raise ValueError(
-            f"no pipeline {pipeline!r}: the pipelines are {', '.join(PIPELINES)}, or a list of passes"
+    passes = check_passes(pipeline)
+    try:
+        out: dict[str, Any] = worker.run_on_model(
+            lower_relax,
+            worker_source(graph),
+            shapes,
+            passes,
+            target,
+            step="Relax lowering",
+            timeout=timeout,
+            progress=progress,
         )
-    passes = pipeline if isinstance(pipeline, str) else list(pipeline)
-    out: dict[str, Any] = worker.run_on_model(
-        lower_relax,
-        worker_source(graph),
-        shapes,
-        passes,
-        target,
-        step="Relax lowering",
-        timeout=timeout,
-        progress=progress,
-    )
+    except LoweringError as err:  # a pass failed on the model: name the model too
+        raise located(err, graph.source) from None
     if not out["ok"]:
         raise RelaxImportFailed(failed_import(out, graph, shapes))
     source = f"relax:{graph.source}"
@@ -285,6 +292,55 @@ def relax_pipeline(
             )
         )
     return LoweringTimeline(tuple(snapshots), source, tir=tuple(tir))
+
+
+@functools.cache
+def known_passes() -> tuple[str, ...]:
+    """The Relax passes :func:`relax_pipeline` runs by name (asked of the worker once, where TVM is).
+
+    Examples
+    --------
+    >>> "FuseTIR" in known_passes()
+    True
+    """
+    return tuple(worker.run(relax_pass_names, step="Relax pass names"))
+
+
+def check_passes(pipeline: str | Sequence[str]) -> str | list[str]:
+    """A pipeline's name (:data:`PIPELINES`), or its passes as a list, checked before anything runs.
+
+    A string that is not a pipeline is comma-separated pass names.
+
+    Raises
+    ------
+    UsageError
+        Some name is neither a pipeline nor a pass the runner knows (:func:`known_passes`); the
+        message lists the pipelines and the passes.
+
+    Examples
+    --------
+    >>> check_passes("zero"), check_passes("LegalizeOps, FuseOps")
+    ('zero', ['LegalizeOps', 'FuseOps'])
+    >>> try:
+    ...     check_passes(["NoSuchPass"])
+    ... except UsageError as err:
+    ...     print(str(err).split(";")[0])
+    no pipeline or Relax pass 'NoSuchPass': the pipelines are default, zero
+    """
+    if isinstance(pipeline, str):
+        if pipeline in PIPELINES:
+            return pipeline
+        names = [name.strip() for name in pipeline.split(",") if name.strip()]
+    else:
+        names = [str(name).strip() for name in pipeline]
+    known = known_passes()
+    unknown = [name for name in names if name not in known] if names else [str(pipeline)]
+    if unknown:
+        raise UsageError(
+            f"no pipeline or Relax pass {', '.join(map(repr, unknown))}: the pipelines are "
+            f"{', '.join(PIPELINES)}; the passes are {', '.join(sorted(known))}"
+        )
+    return names
 
 
 def _inherit_origins(previous: ModelGraph, data: dict[str, Any]) -> dict[str, Any]:

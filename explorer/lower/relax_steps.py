@@ -30,6 +30,7 @@ from ..graph_schema import edge_data, node_data
 from ..node_ids import INPUT_PREFIX, OUTPUT_PREFIX
 from ..tensors import TensorInfo
 from ..unique_names import UniqueNames
+from .pass_failures import PassWatch
 
 __all__ = [
     "build_relax",
@@ -46,6 +47,7 @@ __all__ = [
     "ALLOC_TENSOR",
     "pipeline_passes",
     "relax_pass",
+    "relax_pass_names",
     "importer_ops",
 ]
 
@@ -233,6 +235,36 @@ def pipeline_passes(pipeline: str | Sequence[str], target: Any) -> list[Any]:
     return [relax_pass(name) for name in pipeline]
 
 
+def relax_pass_names() -> list[str]:
+    """The names :func:`relax_pass` takes: every pass of ``relax.transform`` and ``relax.backend``
+    made without arguments, and the project's own (run it where TVM is: the worker).
+
+    Examples
+    --------
+    >>> from explorer import worker
+    >>> {"LegalizeOps", "FuseOps", "DispatchSortScan", "FastGelu"} <= set(worker.run(relax_pass_names))
+    True
+    """
+    import tvm
+    from tvm import relax
+
+    from .fast_math import EXPLORER_RELAX_PASSES
+
+    names: list[str] = []
+    for space in (relax.transform, relax.backend):
+        for name in dir(space):
+            factory = getattr(space, name)
+            if not name[:1].isupper() or not callable(factory) or name in names:
+                continue
+            try:
+                made = factory()
+            except Exception:  # a pass that needs arguments: the runner cannot make it by name
+                continue
+            if isinstance(made, tvm.transform.Pass):
+                names.append(name)
+    return [*names, *(n for n in EXPLORER_RELAX_PASSES if n not in names)]
+
+
 def relax_pass(name: str) -> Any:
     """The Relax pass called ``name``: ``relax.transform``'s, ``relax.backend``'s, or the
     project's own (:data:`explorer.lower.fast_math.EXPLORER_RELAX_PASSES`).
@@ -305,13 +337,20 @@ def lower_relax(
     steps = []
     built_for = _target(target)
     chosen = list(pipeline_passes(passes, built_for))
+    watch = PassWatch(origins)
     for number, step in enumerate(chosen, start=1):
         name = step.info.name
         worker.report((number - 1) / max(1, len(chosen)), f"pass {number} of {len(chosen)}: {name}")
         counter = _PassNames()
         started = time.perf_counter()
         with built_for, tvm.transform.PassContext(opt_level=3, instruments=[counter.instrument()]):
-            after = step(mod)
+            try:
+                with watch.watching():
+                    after = step(mod)
+            except MemoryError:
+                raise
+            except Exception as err:  # the model's fault, not ours: say where (LoweringError)
+                raise watch.error(err, mod, name) from None
         elapsed = time.perf_counter() - started
         changed = not tvm_ffi.structural_equal(mod, after)
         mod = after
@@ -443,10 +482,18 @@ def compile_relax(
 
     built_for = _target(target)
     started = time.perf_counter()
-    # the target's default pipeline, with fusion: TVM 0.27's tvm.compile alone does not fuse on the CPU
-    executable = tvm.compile(
-        imported["module"], target=built_for, relax_pipeline=relax.get_default_pipeline(built_for)
-    )
+    module = imported["module"]
+    watch = PassWatch(lambda: _import_origins(imported["model"], imported["importer"], module))
+    try:
+        with watch.watching():
+            # the default pipeline, with fusion: TVM 0.27's tvm.compile alone does not fuse on the CPU
+            executable = tvm.compile(
+                module, target=built_for, relax_pipeline=relax.get_default_pipeline(built_for)
+            )
+    except MemoryError:
+        raise
+    except Exception as err:  # a pass failed on the model: say which, where and the fix (LoweringError)
+        raise watch.error(err) from None
     return {
         "ok": True,
         "executable": executable,
@@ -500,7 +547,11 @@ def _import_origins(model: Any, importer: Any, mod: Any) -> dict[Any, str]:
 
     if importer is None:
         return {}
-    producer = {out: node.name for node in model.graph.node for out in node.output}
+    from ..graph import onnx_node_ids
+
+    nodes = list(model.graph.node)
+    ids = onnx_node_ids(nodes)
+    producer = {out: node_id for node_id, node in zip(ids, nodes, strict=True) for out in node.output}
     by_expr: dict[Any, str] = {}
     for tensor, expr in getattr(importer, "_nodes", {}).items():
         if tensor in producer:

@@ -18,16 +18,18 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from .. import worker
+from .pass_failures import PassWatch
 from .relax_steps import ZERO_PIPELINE
 
 __all__ = [
@@ -403,6 +405,18 @@ def _tune(
     return callback
 
 
+@contextlib.contextmanager
+def _lowering(watch: PassWatch) -> Iterator[None]:
+    """Run passes watched: one that fails raises a LoweringError saying which, where and the fix."""
+    try:
+        with watch.watching():
+            yield
+    except MemoryError:
+        raise
+    except Exception as err:
+        raise watch.error(err) from None
+
+
 def compile_tuned(
     path: str,
     input_shapes: Mapping[str, Sequence[int]] | None,
@@ -438,7 +452,7 @@ def compile_tuned(
     >>> compile_tuned.__name__
     'compile_tuned'
     """
-    from .relax_steps import _import_module, _target
+    from .relax_steps import _import_module, _import_origins, _target
 
     imported = _import_module(path, input_shapes)
     if not imported["ok"]:
@@ -454,8 +468,10 @@ def compile_tuned(
     folder = Path(work_dir)
     folder.mkdir(parents=True, exist_ok=True)
     shipped = seed_database(folder, target) if pretuned else None
-    mod = tuning_module(imported["module"], built_for)
-    tasks = ms.relax_integration.extract_tasks(mod, built_for)
+    watch = PassWatch(lambda: _import_origins(imported["model"], imported["importer"], imported["module"]))
+    with _lowering(watch):
+        mod = tuning_module(imported["module"], built_for)
+        tasks = ms.relax_integration.extract_tasks(mod, built_for)
     before = tuned_trials(folder, key)
     tune_s, out_of_time, errors, plans, run = 0.0, False, [], [], 0
     if trials > 0 and before < trials:
@@ -476,7 +492,8 @@ def compile_tuned(
         and database.query_tuning_record(t.dispatched[0], built_for, t.task_name) is not None
         for t in tasks
     )
-    executable = tvm.compile(finish_tuned(mod, built_for, str(folder)), target=built_for)
+    with _lowering(watch):
+        executable = tvm.compile(finish_tuned(mod, built_for, str(folder)), target=built_for)
     return {
         "ok": True,
         "executable": executable,

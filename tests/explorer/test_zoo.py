@@ -24,6 +24,7 @@ SMALL: dict[str, dict[str, Any]] = {
     "mobilenetv2": {"width_mult": 0.35, "image_size": 64},
     "transformer": {"layers": 2, "hidden": 32, "heads": 4},
     "detection_head": {"width": 8, "fpn_channels": 16, "num_classes": 5},
+    "yolov8": {"width": 4, "num_classes": 5},
     "control_flow": {},
     "custom_domain": {},
     "qdq_cnn": {},
@@ -35,6 +36,7 @@ DIMS = {"batch": 2, "seq": 8, "height": 64, "width": 96, "features": 40}
 EXTRA_OUTPUT_DIMS: dict[str, dict[str, int]] = {
     # strides 8/16/32 of 64x96 give 8x12 + 4x6 + 2x3 cells, 3 anchors each
     "detection_head": {"anchors": 3 * (96 + 24 + 6), "mask_height": 16, "mask_width": 24},
+    "yolov8": {"anchors": 96 + 24 + 6},  # one anchor per cell
 }
 SPEC_NAMES = ["mlp", "resnet18", "mobilenetv2", "transformer", "detection_head", "control_flow"]
 
@@ -463,3 +465,19 @@ def test_elementwise_activations_run(activation: str) -> None:
 def test_elementwise_bad_options(options: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
         zoo.build("elementwise", **options)
+
+
+def test_yolov8_makes_its_anchors_from_run_time_shapes_and_decodes_boxes_in_the_graph() -> None:
+    model = zoo.build("yolov8")
+    ops = Counter(n.op_type for n in model.graph.node)
+    # the dynamic-shape post-processing of an ultralytics export: make_anchors, DFL, dist2bbox
+    assert ops["Range"] == 6 and ops["ConstantOfShape"] == 3 and ops["Expand"] == 6 and ops["Softmax"] == 1
+    assert {"Shape", "Gather", "Cast", "Split", "Sigmoid", "Concat"} <= set(ops)
+    assert dims_of(model.graph.input[0]) == ["batch", 3, "height", "width"]
+    dfl = next(t for t in model.graph.initializer if t.name == "model.22.dfl.conv.weight")
+    assert numpy_helper.to_array(dfl).ravel().tolist() == list(range(16))
+    images = np.random.default_rng(0).random((1, 3, 320, 320), np.float32)
+    (output,) = run(model, {"images": images}).values()
+    assert output.shape == (1, 84, 40 * 40 + 20 * 20 + 10 * 10)  # 4 box + 80 class rows, an anchor per cell
+    centres = output[0, :2]  # the decoded boxes' centres lie around their anchors, in pixels
+    assert 0 < centres.mean() < 320 and (output[0, 4:] > 0).all() and (output[0, 4:] < 1).all()

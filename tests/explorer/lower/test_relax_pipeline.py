@@ -9,7 +9,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from explorer import load, zoo
 from explorer.layout import layered
-from explorer.lower import ZERO_PIPELINE, RelaxImportFailed, lowering_counts, relax_import, relax_pipeline
+from explorer.lower import ZERO_PIPELINE, RelaxImportFailed, lowering_counts, relax_pipeline
+from explorer.lower.import_fix import lower_with_fixes
 from explorer.runtimes.inputs import concrete_input_shapes
 
 
@@ -61,9 +62,8 @@ def test_a_snapshot_per_module_level_pass_and_the_known_fusion() -> None:
 
 @pytest.mark.parametrize("name", [n for n in zoo.names() if n != "resnet18"])  # resnet18: the next test
 def test_every_zoo_model_lowers_with_a_snapshot_per_pass_after_the_import_fixes(name: str) -> None:
-    graph = load(f"zoo:{name}")
-    imported = relax_import(graph, concrete_input_shapes(graph.model)).fixed()
-    timeline = relax_pipeline(imported.source, imported.input_shapes)  # the target's default pipeline
+    graph = load(f"zoo:{name}")  # the target's default pipeline, after the fixes offered (if any)
+    timeline, _ = lower_with_fixes(graph, concrete_input_shapes(graph.model), relax_pipeline, fix=True)
     names = [s.name for s in timeline.snapshots]
     assert [n for n in names if n in ZERO_PIPELINE] == list(ZERO_PIPELINE)
     assert names.index("FuseTIR") < names.index("CallTIRRewrite") < names.index("StaticPlanBlockMemory")

@@ -1,0 +1,141 @@
+"""One fix path for everything that lowers a model into TVM: ``lower`` and ``bench`` (and any caller).
+
+:func:`lower_with_fixes` runs an attempt (import and lower, or build and time) on a graph.
+``simplify`` fixes the input shapes and runs onnxsim before the first attempt (shape
+computations become constants). ``fix`` applies what the failure offers and tries again:
+when TVM's importer fails, every fix its retry offers (:meth:`RelaxImport.fixed
+<explorer.lower.relax_import.RelaxImport.fixed>`: rewrites into standard ONNX, then fixed
+shapes and onnxsim); when a lowering pass fails on a tensor whose shape it does not know
+(a :class:`~explorer.errors.LoweringError` whose fix is :data:`~explorer.lower.relax_import.FIX`),
+fixed shapes and onnxsim. So ``fix`` never does less than ``simplify``, and the caller runs
+every runtime on the graph the fixes made.
+
+Examples
+--------
+>>> from explorer import load
+>>> from explorer.lower import relax_import
+>>> result, fixes = lower_with_fixes(load("zoo:control_flow"), None, relax_import, fix=True)
+>>> result.ok, fixes  # relax_import reports a failure rather than raising: nothing to fix here
+(False, ())
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TypeVar
+
+from ..errors import LoweringError
+from ..graph import ModelGraph
+from .relax_import import FIX, fix_graph
+from .relax_pipeline import RelaxImportFailed
+
+__all__ = ["lower_with_fixes", "simplified"]
+
+T = TypeVar("T")
+
+Shapes = Mapping[str, Sequence[int]] | None
+
+
+def simplified(graph: ModelGraph, input_shapes: Shapes = None) -> tuple[ModelGraph, dict[str, list[int]]]:
+    """``graph`` with static input shapes (``input_shapes``, else the defaults) and onnxsim run on it.
+
+    Examples
+    --------
+    >>> from explorer import load
+    >>> graph, shapes = simplified(load("zoo:yolov8"), {"images": [1, 3, 64, 64]})
+    >>> shapes, "Range" in graph.summary().ops
+    ({'images': [1, 3, 64, 64]}, False)
+    """
+    fixed, shapes = fix_graph(graph, ("onnxsim",), input_shapes, fixed_shapes=True)
+    return fixed, shapes or {}
+
+
+def lower_with_fixes(
+    graph: ModelGraph,
+    input_shapes: Shapes,
+    attempt: Callable[[ModelGraph, Shapes], T],
+    *,
+    simplify: bool = False,
+    fix: bool = False,
+    progress: Callable[[str], object] | None = None,
+) -> tuple[T, tuple[str, ...]]:
+    """``attempt(graph, input_shapes)``, after ``simplify`` and with ``fix`` when it fails.
+
+    Parameters
+    ----------
+    graph : ModelGraph
+        A top-level ONNX graph.
+    input_shapes : mapping or None
+        The shapes given (``--input-shape``).
+    attempt : callable
+        ``attempt(graph, shapes)``: what to do with the model (:func:`~explorer.lower.relax_pipeline`,
+        :func:`explorer.runtimes.bench.bench`, ...); it raises
+        :class:`~explorer.lower.RelaxImportFailed` or :class:`~explorer.errors.LoweringError`
+        when TVM cannot take the model.
+    simplify : bool
+        Fix the input shapes and run onnxsim before the first attempt.
+    fix : bool
+        When the import or a lowering pass fails, apply the fixes offered and attempt again:
+        every fix the import's retry offers; fixed shapes and onnxsim for a pass that met a
+        tensor of unknown shape (unless done already).
+    progress : callable, optional
+        Called with the words of each fix as it is applied.
+
+    Returns
+    -------
+    tuple
+        What ``attempt`` returned, and the fixes applied (in words, first first).
+
+    Raises
+    ------
+    RelaxImportFailed
+        The import failed and no fix (left) makes it import.
+    LoweringError
+        A pass failed and no fix (left) helps.
+
+    Examples
+    --------
+    >>> from explorer import load
+    >>> from explorer.lower import relax_pipeline
+    >>> graph = load("zoo:yolov8")
+    >>> shapes = {"images": [1, 3, 64, 64]}
+    >>> timeline, fixes = lower_with_fixes(graph, shapes, relax_pipeline, fix=True)  # doctest: +SKIP
+    >>> fixes  # doctest: +SKIP
+    ('fix the input shapes and run onnxsim first',)
+    >>> _, fixes = lower_with_fixes(load("zoo:mlp"), None, lambda g, s: g.source, simplify=True)
+    >>> fixes
+    ('fix the input shapes and run onnxsim first',)
+    """
+    applied: list[str] = []
+
+    def note(words: str) -> None:
+        applied.append(words)
+        if progress is not None:
+            progress(words)
+
+    shapes: Shapes = input_shapes
+    simplified_already = False
+    if simplify:
+        graph, shapes = simplified(graph, shapes)
+        simplified_already = True
+        note(FIX)
+    for _ in range(3):  # the import's fixes, then fixed shapes for a pass: at most two retries
+        try:
+            return attempt(graph, shapes), tuple(applied)
+        except RelaxImportFailed as err:
+            if not fix:
+                raise
+            result = err.result.fixed(shapes)
+            if not result.ok:
+                raise RelaxImportFailed(result) from None
+            for words in result.applied[len(err.result.applied) :]:
+                note(words)
+                simplified_already = simplified_already or words == FIX
+            graph, shapes = result.source, result.input_shapes
+        except LoweringError as err:
+            if not fix or err.fix != FIX or simplified_already:
+                raise
+            graph, shapes = simplified(graph, shapes)
+            simplified_already = True
+            note(FIX)
+    return attempt(graph, shapes), tuple(applied)
