@@ -27,9 +27,24 @@ worker warmed up first, as in a notebook that already opened a model):
 
 Ratios are against ``onnx.load`` of the same file, measured in the same run.
 
+The real-size set (``--real``): today's PyTorch exporter's models at their real sizes
+(:func:`explorer.torch_zoo.export` with ``size="full"``: a BERT-base encoder, a GPT-2-small
+decoder, ConvNeXt-T, EfficientNet-B0; exported once into ``WORKDIR/real``; skipped, with a
+message, where torch is not installed). For each, in a fresh process whose worker is started
+and warm (as in a notebook that opened a model before), the peak memory (PSS, sampled every
+5 ms) of this process (the kernel) and of its worker, each and summed, while it:
+
+- ``onnx.load(path)`` (the baseline: the file parsed once);
+- opens it as a notebook does: ``GraphView(path)`` (load, shape inference in the worker,
+  summary, layout, figure, the widgets).
+
+Each figure is the peak minus what the process (or the worker) held before opening; the
+ratio is to the file's size. The Jupyter server is not in them (not ours: it holds the
+notebook, not the model).
+
 Run: ``.venv/bin/python benchmarks/load_benchmark.py`` (``--help`` for options;
 ``--models 8MB,344MB`` to skip the 3 GiB model; writing it the first time takes
-about 10 s and 3 GiB of disk).
+about 10 s and 3 GiB of disk; ``--models none --real bert_encoder`` for one real model only).
 """
 
 from __future__ import annotations
@@ -53,6 +68,8 @@ __all__ = ["main", "PeakMemory"]
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ("8MB", "344MB", "3GiB")
+REAL = ("bert_encoder", "gpt2_decoder", "convnext", "efficientnet")
+MEMORY_PHASES = ("onnx.load", "GraphView")
 
 
 class PeakMemory:
@@ -176,6 +193,105 @@ def child_pipeline(path: str) -> dict[str, Any]:
     return {"step": step, "pass": snapshot.elapsed, "changed": snapshot.changed, "error": snapshot.error}
 
 
+def child_memory(kind: str, path: str) -> dict[str, Any]:
+    """Open ``path`` (``kind``: one of :data:`MEMORY_PHASES`); peak PSS of this process and its worker."""
+    import gc
+
+    import explorer
+    from explorer import zoo
+    from explorer.process_memory import ProcessTreeSampler, tree_memory
+
+    warm = explorer.load(zoo.build("mlp"))  # imports, the worker and its imports
+    if kind == "GraphView":
+        from widgets import GraphView
+
+        GraphView(warm)  # the widget stack and plotly's first figure
+    del warm
+    gc.collect()
+    time.sleep(0.3)
+    base = tree_memory()
+    start = time.perf_counter()
+    with ProcessTreeSampler(interval_s=0.005) as sampler:
+        if kind == "onnx.load":
+            import onnx
+
+            opened: Any = onnx.load(path)
+        else:
+            from widgets import GraphView
+
+            opened = GraphView(path)
+    seconds = time.perf_counter() - start
+    del opened
+    peak = sampler.result
+    return {
+        "seconds": seconds,
+        "kernel": peak.peak_root_pss_bytes - base.root_pss_bytes,
+        "worker": peak.peak_children_pss_bytes - (base.pss_bytes - base.root_pss_bytes),
+        "both": peak.peak_pss_bytes - base.pss_bytes,
+        "base_kernel": base.root_pss_bytes,
+        "base_worker": base.pss_bytes - base.root_pss_bytes,
+    }
+
+
+def build_real(name: str, workdir: Path) -> Path:
+    """Export (once) the real-size ``name`` of :mod:`explorer.torch_zoo` into ``workdir/real``."""
+    from explorer import torch_zoo
+
+    folder = workdir / "real"
+    path = folder / f"{name}-full.onnx"
+    if not path.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        torch_zoo.export(name, path, size="full")
+    return path
+
+
+def real_size_set(names: list[str], workdir: Path) -> dict[str, dict[str, Any]]:
+    """Measure :data:`MEMORY_PHASES` on each real-size model; print a line per phase."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        print("== real-size set skipped: torch is not installed (pip install 'onnx-graph-explorer[torch]')")
+        return {}
+    results: dict[str, dict[str, Any]] = {}
+    for name in names:
+        print(f"== {name} (real size): exporting the model (once)", flush=True)
+        path = build_real(name, workdir)
+        size = path.stat().st_size
+        row: dict[str, Any] = {"path": str(path), "bytes": size}
+        for phase in MEMORY_PHASES:
+            print(f"   {phase} ...", end="", flush=True)
+            got = row[phase] = _in_child(["memory", phase, str(path)], timeout=1800)
+            print(
+                f" {got['seconds']:.2f} s, peak over the warm state: kernel {_mb(got['kernel'])}, "
+                f"worker {_mb(got['worker'])}, both {_mb(got['both'])} = {got['both'] / size:.2f}x the file",
+                flush=True,
+            )
+        results[name] = row
+    return results
+
+
+def print_real(results: dict[str, dict[str, Any]]) -> None:
+    """The real-size set as a Markdown table."""
+    if not results:
+        return
+    print()
+    print(
+        "| model | file | onnx.load | its peak | GraphView(path) | peak: kernel | peak: worker "
+        "| peak: both | both / file | warm state (kernel + worker) | with the warm state / file |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for name, row in results.items():
+        base, view, size = row["onnx.load"], row["GraphView"], row["bytes"]
+        warm = view["base_kernel"] + view["base_worker"]
+        print(
+            f"| {name} | {_mb(size)} | {base['seconds']:.2f} s | {_mb(base['both'])} "
+            f"| {view['seconds']:.2f} s | {_mb(view['kernel'])} | {_mb(view['worker'])} "
+            f"| {_mb(view['both'])} | {view['both'] / size:.2f}x "
+            f"| {_mb(view['base_kernel'])} + {_mb(view['base_worker'])} "
+            f"| {(warm + view['both']) / size:.2f}x |"
+        )
+
+
 # --------------------------------------------------------------------------- the parent side
 
 
@@ -219,7 +335,12 @@ def _mb(value: float) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", default=",".join(MODELS), help=f"comma list of {', '.join(MODELS)}")
+    parser.add_argument(
+        "--models", default=",".join(MODELS), help=f"comma list of {', '.join(MODELS)}, or none"
+    )
+    parser.add_argument(
+        "--real", default=",".join(REAL), help=f"the real-size set: comma list of {', '.join(REAL)}, or none"
+    )
     parser.add_argument("--repeat", type=int, default=3, help="timed runs per phase (median)")
     parser.add_argument("--workdir", type=Path, default=ROOT / "build" / "bench-models")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
@@ -227,7 +348,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.child:
         kind, *rest = args.child
-        result = child_pipeline(rest[0]) if kind == "pipeline" else child(kind, rest[0], int(rest[1]))
+        if kind == "pipeline":
+            result = child_pipeline(rest[0])
+        elif kind == "memory":
+            result = child_memory(rest[0], rest[1])
+        else:
+            result = child(kind, rest[0], int(rest[1]))
         print(json.dumps(result))
         return 0
 
@@ -243,7 +369,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     phases = ("onnx.load (structure)", "onnx.load", "explorer.load", "file -> figure")
     results: dict[str, dict[str, Any]] = {}
-    for name in args.models.split(","):
+    synthetic = [m for m in args.models.split(",") if m and m != "none"]
+    real = real_size_set([m for m in args.real.split(",") if m and m != "none"], args.workdir)
+    for name in synthetic:
         print(f"== {name}: writing the model (once)", flush=True)
         path = build_model(name, args.workdir)
         row: dict[str, Any] = {"path": str(path)}
@@ -261,7 +389,10 @@ def main(argv: list[str] | None = None) -> int:
         results[name] = row
 
     if args.json:
-        print(json.dumps(results, indent=2))
+        print(json.dumps({**results, "real-size": real}, indent=2))
+        return 0
+    print_real(real)
+    if not results:
         return 0
     print()
     print(

@@ -24,9 +24,8 @@ Examples
 
 from __future__ import annotations
 
-import ast
 from collections import ChainMap, Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,11 +45,12 @@ from .onnx_protos import (
     iter_graphs,
     subgraph_attrs,
 )
-from .scopes import scope_of
+from .scopes import node_scope
 from .tensors import Shape, TensorInfo, dtype_name, shape_bytes, shape_from_type, tensor_info
 
 if TYPE_CHECKING:
     from .summary import ModelSummary
+    from .weights import FileStamp
 
 __all__ = [
     "has_schema",
@@ -62,6 +62,7 @@ __all__ = [
     "ModelGraph",
     "TypeTable",
     "build_graph",
+    "onnx_node_ids",
     "iter_graphs",
     "iter_graph_paths",
     "declared_types",
@@ -185,6 +186,11 @@ class ModelGraph:
         The folder the model's external tensors resolve against; ``None`` when
         their values are not available (no external data, or ``external_data=False``).
         :func:`explorer.weights.tensor_array` reads them on demand.
+    lazy_file : FileStamp or None
+        The model file whose own bytes hold the large tensors :func:`explorer.load` left
+        there (:func:`explorer.weights.read_model_lazily`: they read as external data
+        pointing into it, resolved in ``weights_dir``), as it was when loaded; ``None``
+        when every weight is in memory or in external files.
 
     Examples
     --------
@@ -229,6 +235,7 @@ class ModelGraph:
         self.depth = depth
         self.model_path: Path | None = None
         self.weights_dir: Path | None = None
+        self.lazy_file: FileStamp | None = None
         self.graph_path: GraphPath = ()
         self._summary: ModelSummary | None = None
 
@@ -332,7 +339,7 @@ class ModelGraph:
             op_counts=self.op_counts,
         )
         twin.subgraphs = self.subgraphs
-        twin.model_path, twin.weights_dir = self.model_path, self.weights_dir
+        twin.model_path, twin.weights_dir, twin.lazy_file = self.model_path, self.weights_dir, self.lazy_file
         return twin
 
     def __len__(self) -> int:
@@ -356,6 +363,20 @@ class _Job:
 
 _Drawn = list[tuple[str, int, NodeProto]]
 """(node id, index in the node list, node) of the operators a graph draws."""
+
+
+def onnx_node_ids(nodes: Sequence[NodeProto]) -> list[str]:
+    """The graph model's ids of a graph's nodes (its node list, in order): the node's name when it is
+    unique, else ``NAME#INDEX`` or ``OPTYPE#INDEX`` (an unnamed node).
+
+    Examples
+    --------
+    >>> from onnx import helper
+    >>> nodes = [helper.make_node("Relu", ["x"], ["y"]), helper.make_node("Relu", ["y"], ["z"], name="r")]
+    >>> onnx_node_ids(nodes)
+    ['Relu#0', 'r']
+    """
+    return _node_ids(list(nodes), list(range(len(nodes))), set())
 
 
 def _node_ids(nodes: list[NodeProto], indices: list[int], reserved: set[str]) -> list[str]:
@@ -515,7 +536,7 @@ def _build_one(
             attributes={a.name: _decode_attribute(a) for a in node.attribute},
             inputs=node.input,
             outputs=node.output,
-            scope=_node_scope(node),
+            scope=node_scope(node),
             weights=node_weights.values(),
             subgraphs=subgraph_attrs,
         )
@@ -544,23 +565,6 @@ def _build_one(
     _check_acyclic(graph, where)
     built = ModelGraph(graph, proto=proto, weights=weights, source=source, depth=job.depth)
     return built, scope, list(zip(ids, indices, drawn, strict=True))
-
-
-_TORCH_SCOPES = "pkg.torch.onnx.name_scopes"
-
-
-def _node_scope(node: NodeProto) -> tuple[str, ...]:
-    """Name scope from the node name, or from the dynamo exporter's metadata when names carry none."""
-    for prop in node.metadata_props:
-        if prop.key == _TORCH_SCOPES:
-            try:
-                parts = ast.literal_eval(prop.value)
-            except (ValueError, SyntaxError):
-                break
-            if isinstance(parts, list):
-                names = [str(p) for p in parts if p]
-                return tuple(names[:-1])
-    return scope_of(node.name, node.output)
 
 
 def _check_acyclic(graph: nx.MultiDiGraph, where: str) -> None:

@@ -37,13 +37,22 @@ from .errors import (
     UnsupportedOpsetError,
 )
 from .shape_inference import BackgroundInference, infer_types, infer_types_isolated
-from .tensors import dim_from_proto, format_bytes
-from .weights import LAZY_EXTERNAL_BYTES, check_external_data, external_tensors, read_span
+from .tensors import dim_from_proto, dtype_name, format_bytes, format_shape, shape_bytes, shape_from_type
+from .weights import (
+    LAZY_EXTERNAL_BYTES,
+    STRIP_KEEP_BYTES,
+    FileStamp,
+    check_external_data,
+    external_tensors,
+    in_model_file,
+    read_model_lazily,
+    read_span,
+)
 
 if TYPE_CHECKING:  # the graph model (networkx) is imported by load(), not by importing this module
     from .graph import ModelGraph
 
-__all__ = ["load", "read_model", "fix_input_shapes", "external_tensors", "ZOO_PREFIX"]
+__all__ = ["load", "read_model", "check_input_shapes", "fix_input_shapes", "external_tensors", "ZOO_PREFIX"]
 
 ZOO_PREFIX = "zoo:"
 """Sources starting with this name a built-in sample model (see :mod:`explorer.zoo`)."""
@@ -139,7 +148,7 @@ def load(
     if shape_inference and isolate and _is_model_file(source):
         # the worker parses the file and infers shapes on the other core while this process parses it
         background = BackgroundInference(os.fspath(source), input_shapes)
-    model, label, base_dir = read_model(source, example_inputs=example_inputs)
+    model, label, base_dir = read_model(source, example_inputs=example_inputs, weights_in_file=external_data)
     file = Path(source).resolve() if isinstance(source, (str, os.PathLike)) and base_dir is not None else None
     if model_path is not None and isinstance(source, ModelProto):
         file = Path(model_path).resolve()
@@ -150,6 +159,12 @@ def load(
     externals = external_tensors(model)
     notes: list[str] = []
     weights_dir = None
+    in_file = [t for t in externals if in_model_file(t, file)]
+    if in_file:  # left in the model file by read_model: checked as external data is, read on demand
+        check_external_data(in_file, base_dir, label)
+        externals = [t for t in externals if not in_model_file(t, file)]
+        weights_dir = base_dir
+    lazy_file = FileStamp.of(file) if in_file and file is not None else None
     if externals:
         if external_data:
             if base_dir is None:
@@ -182,6 +197,13 @@ def load(
         notes.extend(inference_notes)
     graph.notes.extend(notes)
     graph.model_path = file
+    graph.lazy_file = lazy_file
+    if lazy_file is not None and file is None:
+        # its input shapes were fixed: write now the file workers read (beside a copy of the weights),
+        # so that every step, passes included, reads a file that holds the whole model
+        from .model_files import worker_source
+
+        worker_source(graph)
     return graph
 
 
@@ -211,10 +233,14 @@ def _attach_external_data(externals: list[TensorProto], base_dir: Path, label: s
     ]
 
 
-def read_model(source: Source, *, example_inputs: Any = None) -> tuple[ModelProto, str, Path | None]:
+def read_model(
+    source: Source, *, example_inputs: Any = None, weights_in_file: bool = False
+) -> tuple[ModelProto, str, Path | None]:
     """Read a model from any supported source into a private ``ModelProto``.
 
-    External data is *not* loaded here.
+    External data is *not* loaded here. With ``weights_in_file``, the large tensors of a
+    model file stay in the file (:func:`explorer.weights.read_model_lazily`): they read
+    as external data pointing into it, so this process holds the model's structure only.
 
     Returns
     -------
@@ -234,6 +260,12 @@ def read_model(source: Source, *, example_inputs: Any = None) -> tuple[ModelProt
     >>> from explorer import zoo
     >>> read_model(zoo.build("resnet18"))[1]
     'resnet18'
+    >>> import os, tempfile, onnx
+    >>> path = os.path.join(tempfile.mkdtemp(), "r.onnx")
+    >>> onnx.save(zoo.build("resnet18"), path)
+    >>> model = read_model(path, weights_in_file=True)[0]
+    >>> model.ByteSize() < os.path.getsize(path) / 10, len(external_tensors(model)) > 0
+    (True, True)
     """
     if isinstance(source, ModelProto):
         model = ModelProto()
@@ -252,6 +284,12 @@ def read_model(source: Source, *, example_inputs: Any = None) -> tuple[ModelProt
             raise ModelNotFoundError(str(err), path=source) from None
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
+        if weights_in_file and path.is_file():
+            # named by the resolved file, which lies in base_dir; tensors up to 64 KiB load (their values
+            # are read to draw them, and shape inference reads them)
+            model = read_model_lazily(path.resolve(), STRIP_KEEP_BYTES)
+            if model is not None and model.HasField("graph") and model.ir_version > 0:
+                return model, str(path), path.resolve().parent
         return _parse(_read_file(path), str(path)), str(path), path.resolve().parent
     if _is_torch_module(source):
         return _export_torch(source, example_inputs), f"<torch {type(source).__name__}>", None
@@ -330,6 +368,100 @@ def _check_versions(model: ModelProto, label: str) -> None:
             )
 
 
+def check_input_shapes(
+    model: ModelProto, input_shapes: Mapping[str, Sequence[int]], label: str = "<model>"
+) -> None:
+    """Check ``input_shapes`` against ``model``'s inputs without changing anything.
+
+    Every entry must name a graph input (not a weight), give its rank in positive
+    integers, keep its fixed dimensions (dynamic ones, named, unnamed or paddle2onnx's
+    ``-1``, take any size), and the input alone must fit in the memory a worker may use
+    (:func:`explorer.worker.default_memory_mb`): a shape of terabytes is refused before
+    anything allocates it. Messages list the model's inputs with their shapes.
+
+    Parameters
+    ----------
+    model : onnx.ModelProto
+        The model (only read).
+    input_shapes : mapping
+        Input name -> full shape.
+    label : str
+        Name of the model in error messages.
+
+    Raises
+    ------
+    ModelLoadError
+        Naming the entry, what is wrong and the model's inputs.
+
+    Examples
+    --------
+    >>> from explorer import zoo
+    >>> m = zoo.build("mlp")
+    >>> check_input_shapes(m, {"input": [4, 1, 28, 28]})
+    >>> try:
+    ...     check_input_shapes(m, {"image": [4, 1, 28, 28]}, "mlp.onnx")
+    ... except ModelLoadError as err:
+    ...     print(err)  # doctest: +NORMALIZE_WHITESPACE
+    mlp.onnx: input_shapes names 'image', which is not an input;
+    the model's inputs are: input float32 [batch, 1, 28, 28]
+    """
+    weights = {t.name for t in model.graph.initializer}
+    by_name = {v.name: v for v in model.graph.input if v.name not in weights}
+    known = "; ".join(_describe_input(v) for v in by_name.values()) or "none"
+    inputs = f"the model's inputs are: {known}"
+    for name, shape in input_shapes.items():
+        if name not in by_name:
+            what = (
+                "a weight (an initializer also listed among the graph inputs, as exporters for "
+                "IR < 4 write them), not an input that takes a shape"
+                if name in weights
+                else "not an input"
+            )
+            raise ModelLoadError(f"input_shapes names {name!r}, which is {what}; {inputs}", path=label)
+        tensor_type = by_name[name].type.tensor_type
+        dims = tensor_type.shape.dim
+        shape = [int(d) for d in shape]
+        if any(d <= 0 for d in shape):
+            raise ModelLoadError(
+                f"input_shapes for {name!r} must be positive integers, got {shape}; {inputs}", path=label
+            )
+        if tensor_type.HasField("shape") and len(dims) != len(shape):
+            raise ModelLoadError(
+                f"input {name!r} has rank {len(dims)}, but input_shapes gives {len(shape)} dims {shape}; "
+                f"{inputs}",
+                path=label,
+            )
+        for i, (dim, value) in enumerate(zip(dims, shape, strict=False)):
+            if isinstance(dim_from_proto(dim), int) and dim.dim_value != value:  # -1 is dynamic, not fixed
+                raise ModelLoadError(
+                    f"input {name!r} dim {i} is fixed to {dim.dim_value}; input_shapes asks for {value}; "
+                    f"{inputs}",
+                    path=label,
+                )
+        _check_input_size(name, shape, tensor_type.elem_type, label)
+
+
+def _describe_input(value: onnx.ValueInfoProto) -> str:
+    shape, elem_type = shape_from_type(value.type)
+    return f"{value.name} {dtype_name(elem_type)} {format_shape(shape) if shape is not None else '[?]'}"
+
+
+def _check_input_size(name: str, shape: Sequence[int], elem_type: int, label: str) -> None:
+    """Refuse a shape whose input alone is larger than the memory a worker may use."""
+    from .worker import default_memory_mb
+
+    limit_mb = default_memory_mb()
+    size = shape_bytes(tuple(shape), elem_type)
+    if limit_mb is None or size is None or size <= limit_mb * 2**20:
+        return
+    raise ModelLoadError(
+        f"input_shapes gives {name!r} the shape {list(shape)}: that input alone would take "
+        f"{format_bytes(size)} ({size:,} bytes), more than the {format_bytes(limit_mb * 2**20)} a worker "
+        "may use on this machine (75% of its memory); give a smaller shape",
+        path=label,
+    )
+
+
 def fix_input_shapes(
     model: ModelProto, input_shapes: Mapping[str, Sequence[int]], label: str = "<model>"
 ) -> None:
@@ -347,9 +479,7 @@ def fix_input_shapes(
     Raises
     ------
     ModelLoadError
-        When an input name is unknown or names a weight, the rank differs, or a fixed
-        dimension conflicts. Dynamic dims (named, unnamed, or paddle2onnx's ``-1``) take
-        any size.
+        When :func:`check_input_shapes` refuses the shapes (nothing is changed then).
 
     Examples
     --------
@@ -359,42 +489,13 @@ def fix_input_shapes(
     >>> [d.dim_value for d in m.graph.input[0].type.tensor_type.shape.dim]
     [4, 1, 28, 28]
     """
-    weights = {t.name for t in model.graph.initializer}
-    by_name = {v.name: v for v in model.graph.input if v.name not in weights}
+    check_input_shapes(model, input_shapes, label)
+    by_name = {v.name: v for v in model.graph.input}
     for name, shape in input_shapes.items():
-        if name not in by_name:
-            known = ", ".join(sorted(by_name)) or "none"
-            what = (
-                "a weight (an initializer also listed among the graph inputs, as exporters for "
-                "IR < 4 write them), not an input that takes a shape"
-                if name in weights
-                else "not an input"
-            )
-            raise ModelLoadError(
-                f"input_shapes names {name!r}, which is {what}; the model's inputs are: {known}",
-                path=label,
-            )
         tensor_type = by_name[name].type.tensor_type
-        dims = tensor_type.shape.dim
-        shape = [int(d) for d in shape]
-        if any(d <= 0 for d in shape):
-            raise ModelLoadError(
-                f"input_shapes for {name!r} must be positive integers, got {shape}", path=label
-            )
-        if tensor_type.HasField("shape") and len(dims) != len(shape):
-            raise ModelLoadError(
-                f"input {name!r} has rank {len(dims)}, but input_shapes gives {len(shape)} dims {shape}",
-                path=label,
-            )
-        for i, (dim, value) in enumerate(zip(dims, shape, strict=False)):
-            if isinstance(dim_from_proto(dim), int) and dim.dim_value != value:  # -1 is dynamic, not fixed
-                raise ModelLoadError(
-                    f"input {name!r} dim {i} is fixed to {dim.dim_value}; input_shapes asks for {value}",
-                    path=label,
-                )
         tensor_type.shape.ClearField("dim")
         for value in shape:
-            tensor_type.shape.dim.add().dim_value = value
+            tensor_type.shape.dim.add().dim_value = int(value)
 
 
 def _is_torch_module(obj: Any) -> bool:

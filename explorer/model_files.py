@@ -27,13 +27,16 @@ import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .errors import ModelLoadError, ModelTooLargeError
 from .io import write_bytes_atomic
 from .weights import external_tensors
 
 if TYPE_CHECKING:
+    from onnx import ModelProto
+
     from .graph import ModelGraph
 
-__all__ = ["scratch_dir", "new_model_dir", "own_folder", "worker_source", "save_graph_model"]
+__all__ = ["scratch_dir", "new_model_dir", "own_folder", "worker_source", "stage_variant", "save_graph_model"]
 
 _SCRATCH: Path | None = None
 
@@ -88,10 +91,17 @@ def worker_source(graph: ModelGraph) -> str | Any:
 
     A graph loaded from a file (without ``input_shapes``) or from a pass's output
     file gives that path, so nothing is serialized again. A graph whose large
-    weights stay in external files but whose model differs from any file (its
-    input shapes were fixed) is written once into a private folder with copies
-    of its external files, and that file is remembered. Otherwise the
-    ``ModelProto`` itself (the worker stages it).
+    weights stay in files (external files, or the model file itself:
+    :func:`explorer.weights.read_model_lazily`) but whose model differs from any
+    file (its input shapes were fixed) is written once into a private folder
+    beside copies of those files (:func:`stage_variant`), and that
+    file is remembered. Otherwise the ``ModelProto`` itself (the worker stages it).
+
+    Raises
+    ------
+    ModelLoadError
+        The graph's weights are read from its model file, and that file changed on
+        disk since it was loaded.
 
     Examples
     --------
@@ -104,23 +114,67 @@ def worker_source(graph: ModelGraph) -> str | Any:
     """
     if graph.model is None:
         raise ValueError("only a top-level graph (one with a ModelProto) has a model file")
+    if graph.lazy_file is not None and graph.lazy_file.changed():
+        raise ModelLoadError(
+            "the file changed on disk since it was loaded, and the loaded model reads its weights "
+            "from it; load it again",
+            path=graph.lazy_file.path,
+        )
     if graph.model_path is not None and graph.model_path.is_file():
         return str(graph.model_path)
-    if graph.weights_dir is None:
+    if graph.weights_dir is None or not external_tensors(graph.model):
         return graph.model
-    externals = external_tensors(graph.model)
-    if not externals:
-        return graph.model
+    target = Path(stage_variant(graph, graph.model))
+    graph.model_path = target
+    return str(target)
+
+
+def stage_variant(graph: ModelGraph, model: ModelProto) -> str:
+    """Write ``model``, a changed copy of ``graph.model``, where a worker can read it with its weights.
+
+    ``model`` may keep tensors in the files ``graph.model``'s external tensors
+    point into (external data, or the model file itself); it is written into a
+    private folder (removed with ``graph``) beside copies of those files, so
+    that their locations resolve (onnx refuses external data behind links).
+
+    Examples
+    --------
+    >>> import os, tempfile, onnx
+    >>> from explorer import load, zoo
+    >>> path = os.path.join(tempfile.mkdtemp(), "r.onnx")
+    >>> onnx.save(zoo.build("resnet18"), path)
+    >>> graph = load(path)
+    >>> staged = stage_variant(graph, graph.model)
+    >>> sorted(os.listdir(os.path.dirname(staged)))
+    ['model.onnx', 'r.onnx']
+    """
     folder = new_model_dir("copy-")
     own_folder(graph, folder)
-    locations = {entry.value for t in externals for entry in t.external_data if entry.key == "location"}
+    locations = {
+        entry.value for t in external_tensors(model) for entry in t.external_data if entry.key == "location"
+    }
     for location in sorted(locations):  # checked at load: inside the model's folder
         target = folder / location
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(graph.weights_dir / location, target)
-    target = write_bytes_atomic(graph.model.SerializeToString(), folder / "model.onnx", fsync=False)
-    graph.model_path = target
-    return str(target)
+        source = (graph.weights_dir or Path(".")) / location
+        # a copy, not a link: onnx refuses external data behind a hard link or a symlink ("a
+        # potential hardlink attack"), and a hard link would make it refuse the user's own file too
+        shutil.copyfile(source, target)
+    name = "model.onnx"
+    while name in locations:
+        name = "_" + name
+    return str(_save_staged(model, folder / name))
+
+
+def _save_staged(model: ModelProto, target: Path) -> Path:
+    from .tensors import PROTOBUF_LIMIT
+
+    if model.ByteSize() >= PROTOBUF_LIMIT:
+        raise ModelTooLargeError(
+            f"the model's structure alone is over protobuf's 2 GiB limit ({model.ByteSize():,} bytes)",
+            path=str(target),
+        )
+    return write_bytes_atomic(model.SerializeToString(), target, fsync=False)
 
 
 def save_graph_model(graph: ModelGraph, path: str | os.PathLike[str]) -> Path:

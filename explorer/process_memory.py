@@ -10,7 +10,8 @@ child still shares with its parent) counts once per process in the RSS sum, an u
 the processes hold together; the sum of their proportional set sizes (PSS: each shared page split
 among the processes that map it) counts it once, which is what a container's memory limit sees.
 The peak is kept for both; PSS is the figure the course's 2 GB bound is checked against (it reads
-as RSS where the system does not report PSS).
+as RSS where the system does not report PSS). The root's own PSS and that of its descendants (a
+kernel and its worker) have their peaks too, each over the whole interval.
 
 Examples
 --------
@@ -53,12 +54,15 @@ class TreeMemory:
         How many processes were read (the root, when included, and its living descendants).
     pss_bytes : int
         The sum of their proportional set sizes (shared pages counted once over the tree).
+    root_pss_bytes : int
+        The root's own proportional set size (0 when it was not counted or is gone).
     """
 
     root_pid: int
     rss_bytes: int
     processes: int
     pss_bytes: int = 0
+    root_pss_bytes: int = 0
 
     @property
     def rss_mib(self) -> float:
@@ -70,8 +74,8 @@ class TreeMemory:
 
         Examples
         --------
-        >>> TreeMemory(1, 3 * 2**20, 2).to_dict()
-        {'root_pid': 1, 'rss_bytes': 3145728, 'processes': 2, 'pss_bytes': 0, 'rss_mib': 3.0}
+        >>> TreeMemory(1, 3 * 2**20, 2).to_dict()["rss_mib"]
+        3.0
         """
         return {**asdict(self), "rss_mib": self.rss_mib}
 
@@ -81,7 +85,7 @@ class TreeMemory:
         Examples
         --------
         >>> TreeMemory(1, 2**20, 1).to_frame().columns.tolist()
-        ['root_pid', 'rss_bytes', 'processes', 'pss_bytes', 'rss_mib']
+        ['root_pid', 'rss_bytes', 'processes', 'pss_bytes', 'root_pss_bytes', 'rss_mib']
         """
         import pandas as pd
 
@@ -122,14 +126,16 @@ def tree_memory(pid: int | None = None, *, include_root: bool = True) -> TreeMem
         return TreeMemory(root_pid, 0, 0)
     if include_root:
         processes.insert(0, root)
-    total = proportional = counted = 0
+    total = proportional = counted = own = 0
     for process in processes:
         try:
             rss, pss = _rss_and_pss(process)
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
             continue
         total, proportional, counted = total + rss, proportional + pss, counted + 1
-    return TreeMemory(root_pid, total, counted, proportional)
+        if process.pid == root_pid:
+            own = pss
+    return TreeMemory(root_pid, total, counted, proportional, own)
 
 
 def _rss_and_pss(process: psutil.Process) -> tuple[int, int]:
@@ -164,6 +170,11 @@ class MemoryPeak:
         From the first read to the last.
     peak_pss_bytes : int
         The largest sum of proportional set sizes seen at one instant (shared pages once).
+    peak_root_pss_bytes : int
+        The largest proportional set size of the root alone (0 when it was not counted).
+    peak_children_pss_bytes : int
+        The largest sum of the proportional set sizes of the root's descendants (a kernel's
+        worker) at one instant; this peak and the root's may come at different instants.
     """
 
     root_pid: int
@@ -174,6 +185,8 @@ class MemoryPeak:
     interval_s: float
     duration_s: float
     peak_pss_bytes: int = 0
+    peak_root_pss_bytes: int = 0
+    peak_children_pss_bytes: int = 0
 
     @property
     def peak_mib(self) -> float:
@@ -242,7 +255,7 @@ class ProcessTreeSampler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._peak = TreeMemory(0, 0, 0)
-        self._peak_pss = 0
+        self._peak_pss = self._peak_root_pss = self._peak_children_pss = 0
         self._max_processes = 0
         self._samples = 0
         self._first = self._last = 0.0
@@ -313,6 +326,8 @@ class ProcessTreeSampler:
                 interval_s=self.interval_s,
                 duration_s=max(self._last - self._first, 0.0) if self._samples else 0.0,
                 peak_pss_bytes=self._peak_pss,
+                peak_root_pss_bytes=self._peak_root_pss,
+                peak_children_pss_bytes=self._peak_children_pss,
             )
 
     @property
@@ -341,3 +356,5 @@ class ProcessTreeSampler:
             if now.rss_bytes > self._peak.rss_bytes:
                 self._peak = now
             self._peak_pss = max(self._peak_pss, now.pss_bytes)
+            self._peak_root_pss = max(self._peak_root_pss, now.root_pss_bytes)
+            self._peak_children_pss = max(self._peak_children_pss, now.pss_bytes - now.root_pss_bytes)

@@ -117,4 +117,5 @@ def hide_qdq(graph: ModelGraph) -> ModelGraph:
         op_counts=counts,
     )
     view.model_path, view.weights_dir, view.graph_path = graph.model_path, graph.weights_dir, graph.graph_path
+    view.lazy_file = graph.lazy_file
     return view

@@ -20,7 +20,7 @@ from onnx import ModelProto
 
 from .onnx_protos import GraphPath, has_schema, iter_graph_paths, iter_graphs
 from .tensors import PROTOBUF_LIMIT, Shape, dim_from_proto, format_shape, shape_from_type
-from .weights import has_strippable_tensors, stripped_copy
+from .weights import STRIP_KEEP_BYTES, has_strippable_tensors, read_model_lazily, stripped_copy
 
 __all__ = [
     "infer_types",
@@ -349,7 +349,10 @@ def infer_types_file(
     (('batch', 10), 1)
     ((3, 10), 1)
     """
-    model = onnx.load(path, load_external_data=False)
+    # the large tensors stay in the file (their values are not inferred from): the worker holds the structure
+    model = read_model_lazily(path, STRIP_KEEP_BYTES)  # inference reads no larger values (stripped_copy)
+    if model is None:  # not a protobuf the scan walks: onnx's parser says what is wrong
+        model = onnx.load(path, load_external_data=False)
     if input_shapes:
         from .load import fix_input_shapes
 

@@ -22,6 +22,7 @@ from onnx import GraphProto
 from .node_ids import INPUT_PREFIX, OUTPUT_PREFIX
 from .onnx_protos import constant_tensor, has_schema, iter_graphs
 from .tensors import Shape, dtype_name, format_bytes, format_shape, shape_bytes, shape_from_type
+from .weights import in_model_file
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -256,6 +257,7 @@ def summarize(graph: ModelGraph) -> ModelSummary:
     main = model.graph
     ops = dict(graph.op_counts)  # the main graph's node list, as the ONNX adapter counted it
     local_functions = {(f.domain, f.name) for f in model.functions}
+    in_file = graph.lazy_file.path if graph.lazy_file is not None else None
     sub_ops: Counter[str] = Counter()
     unknown: set[str] = set()
     contrib: set[str] = set()
@@ -290,7 +292,9 @@ def summarize(graph: ModelGraph) -> ModelSummary:
             dims = tuple(int(d) for d in tensor.dims)
             params += math.prod(dims)
             param_bytes += shape_bytes(dims, tensor.data_type) or 0
-            external += tensor.data_location == onnx.TensorProto.EXTERNAL
+            # a tensor load left in the model file reads as external data, but the file holds it
+            stored_outside = tensor.data_location == onnx.TensorProto.EXTERNAL
+            external += stored_outside and not in_model_file(tensor, in_file)
 
     opsets = {(o.domain or "ai.onnx"): int(o.version) for o in model.opset_import}
     custom = tuple(sorted(d for d in opsets if d not in STANDARD_DOMAINS))

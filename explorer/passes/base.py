@@ -30,7 +30,7 @@ from onnx import ModelProto
 
 from ..errors import ModelTooLargeError
 from ..tensors import PROTOBUF_LIMIT, format_bytes
-from ..weights import model_bytes
+from ..weights import content_key, model_bytes
 
 __all__ = ["Pass", "PassResult", "FunctionPass", "Runner", "models_differ"]
 
@@ -125,8 +125,17 @@ class Pass(Protocol):
         ...
 
 
-def models_differ(before: ModelProto, after: ModelProto) -> bool:
+def models_differ(
+    before: ModelProto,
+    after: ModelProto,
+    before_dir: Path | None = None,
+    after_dir: Path | None = None,
+) -> bool:
     """Whether two models differ in anything a pass can change (graph, opsets, functions).
+
+    Initializers compare by content (:func:`~explorer.weights.content_key`), wherever
+    their values are: in memory, or in files resolved in ``before_dir`` / ``after_dir``
+    (external data, or a model file :func:`explorer.load` left its weights in).
 
     Examples
     --------
@@ -143,15 +152,16 @@ def models_differ(before: ModelProto, after: ModelProto) -> bool:
         return True
     if [n.op_type for n in before.graph.node] != [n.op_type for n in after.graph.node]:
         return True
-    return _content(before) != _content(after)
+    return _content(before, before_dir) != _content(after, after_dir)
 
 
-def _content(model: ModelProto) -> list[bytes]:
+def _content(model: ModelProto, base_dir: Path | None) -> list[bytes]:
     """What a pass can change, serialized; ``value_info`` (inferred shapes only) is left out."""
     graph = model.graph
-    parts = [
+    parts = [content_key(t, base_dir) for t in graph.initializer]
+    parts += [
         x.SerializeToString(deterministic=True)
-        for field_ in (graph.node, graph.initializer, graph.sparse_initializer, graph.input, graph.output)
+        for field_ in (graph.node, graph.sparse_initializer, graph.input, graph.output)
         for x in field_
     ]
     parts += [f.SerializeToString(deterministic=True) for f in model.functions]
@@ -248,7 +258,9 @@ class FunctionPass:
             copy = onnx.ModelProto()
             copy.CopyFrom(model)
             new_model = copy
-        return PassResult(new_model, models_differ(model, new_model), elapsed, tuple(log), path)
+        before_dir = Path(model_path).parent if model_path is not None else None
+        changed = models_differ(model, new_model, before_dir, path.parent if path is not None else None)
+        return PassResult(new_model, changed, elapsed, tuple(log), path)
 
     def check_size(self, model: ModelProto) -> None:
         """Refuse a model over protobuf's 2 GiB limit when the pass cannot take it, saying what to do.

@@ -27,7 +27,8 @@ import numpy as np
 import onnx
 
 from .. import worker
-from ..model_files import worker_source
+from ..model_files import stage_variant, worker_source
+from ..weights import external_tensors
 from .compare import agreement
 from .inputs import concrete_input_shapes, random_feeds
 from .ort import run_onnxruntime
@@ -143,7 +144,10 @@ def _ort_values(graph: ModelGraph, feeds: Mapping[str, np.ndarray]) -> dict[str,
     declared = [o.name for o in model.graph.output]
     extra = [o for n in model.graph.node for o in n.output if o and o not in declared]
     model.graph.output.extend(onnx.ValueInfoProto(name=name) for name in extra)
-    values = run_onnxruntime(model, feeds, optimization="disabled")
+    # its weights may stay in files (external data, or the model file itself): staged beside them
+    in_files = graph.weights_dir is not None and bool(external_tensors(model))
+    source = stage_variant(graph, model) if in_files else model
+    values = run_onnxruntime(source, feeds, optimization="disabled")
     return dict(zip(declared + extra, values, strict=True))
 
 

@@ -88,6 +88,9 @@ def test_the_sampler_takes_a_pid_known_only_later(tree: subprocess.Popen[str]) -
     assert sampler.peak.peak_rss_bytes >= 200 * MIB  # readable while it runs
     peak = sampler.stop()
     assert peak.root_pid == tree.pid and peak.max_processes == 2
+    # the root (80 MiB) and its child (120 MiB) each have their own peak, whose sum bounds the whole
+    assert 80 * MIB <= peak.peak_root_pss_bytes < 120 * MIB <= peak.peak_children_pss_bytes
+    assert peak.peak_pss_bytes <= peak.peak_root_pss_bytes + peak.peak_children_pss_bytes
 
 
 def test_the_sampler_as_a_context_manager_reads_this_process() -> None:
@@ -123,6 +126,8 @@ def test_results_are_frozen_and_convert() -> None:
         "interval_s": 0.1,
         "duration_s": 0.3,
         "peak_pss_bytes": 2 * MIB,
+        "peak_root_pss_bytes": 0,
+        "peak_children_pss_bytes": 0,
         "peak_mib": 3.0,
         "peak_pss_mib": 2.0,
     }

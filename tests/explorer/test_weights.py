@@ -232,6 +232,7 @@ def test_passes_output_of_a_model_with_external_weights_keeps_its_weights(
     lazy_model: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "out" / "optimized.onnx"
+    out.parent.mkdir()  # an output in a missing folder is refused
     done = subprocess.run(
         [
             sys.executable,
