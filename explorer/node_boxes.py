@@ -28,7 +28,6 @@ True
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from .op_categories import ATTRIBUTE_LABELS, KEY_ATTRIBUTES, category_of
+from .tensors import format_shape
 
 if TYPE_CHECKING:
     from .graph import ModelGraph
@@ -77,7 +77,6 @@ LINE_PX = 12.0
 MAX_BODY_LINES = 3
 """At most this many body lines; the rest is in the hover text and the details panel."""
 
-_INVENTED = re.compile(r"unk__\d+")  # dimension names that shape inference invents for unknown sizes
 _PAD_PX = 6.0  # below the last body line
 _FOOT_PX = 5.0  # the body strip of a box without body text (it shows the overlay colour)
 _SIDE_PX = 8.0  # left and right of the widest line
@@ -117,7 +116,7 @@ class BoxText:
 
 
 def dims_text(shape: Sequence[Any] | None) -> str:
-    """A shape the way a box or an edge shows it: ``64×3×7×7``, ``?`` for unknown dimensions.
+    """A shape the way a box or an edge shows it: ``format_shape(shape, compact=True)``.
 
     Examples
     --------
@@ -125,12 +124,10 @@ def dims_text(shape: Sequence[Any] | None) -> str:
     ('64×3×7×7', 'batch×?', 'scalar', '?')
     >>> dims_text(("batch", "unk__1", 256))  # names shape inference made up read as unknown
     'batch×?×256'
+    >>> dims_text(("batch", 16, "floor(height/2 - 1/2) + 1"))  # an expression in parentheses
+    'batch×16×(floor(height/2 - 1/2) + 1)'
     """
-    if shape is None:
-        return "?"
-    if len(shape) == 0:
-        return "scalar"
-    return "×".join("?" if d is None or _INVENTED.fullmatch(str(d)) else str(d) for d in shape)
+    return format_shape(shape, compact=True)
 
 
 @lru_cache(maxsize=4096)

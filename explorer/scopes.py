@@ -7,6 +7,13 @@ older exporters write ``layer1.0.conv1.Conv``, and Paddle (paddle2onnx) writes
 :func:`scope_of` turns each into a tuple of scope names (the op's own name is
 dropped), so the graph view can collapse a scope into one box.
 
+PyTorch's dynamo exporter (``torch.onnx.export(..., dynamo=True)``) names nodes
+``node_linear_12`` and keeps the module path in each node's
+``pkg.torch.onnx.name_scopes`` metadata, as qualified names
+(``['', 'encoder', 'encoder.layer.0', ...]``). :func:`node_scope` reads it and
+spells it as the classic exporter does (``('encoder', 'layer.0', ...)``), so one
+model has the same scopes whichever exporter wrote it.
+
 Examples
 --------
 >>> scope_of("/model.0/conv/Conv")
@@ -17,10 +24,19 @@ Examples
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-__all__ = ["scope_of"]
+if TYPE_CHECKING:
+    from onnx import NodeProto
+
+__all__ = ["node_scope", "scope_of", "torch_name_scopes"]
+
+TORCH_NAME_SCOPES = "pkg.torch.onnx.name_scopes"
+"""The node metadata key where the dynamo exporter writes the module path."""
+_TORCH_NO_MODULE = "_empty_nn_module_stack"  # prefix of the pseudo-module of nodes outside any module
 
 _PADDLE_NODE = re.compile(r"^p2o\.[A-Za-z0-9_]+\.\d+$")
 _PADDLE_TMP = re.compile(r"\.tmp_\d+$")
@@ -76,3 +92,88 @@ def _paddle_scope(outputs: Sequence[str]) -> tuple[str, ...]:
         if out and _PADDLE_TMP.search(out) and not out.startswith("p2o."):
             return (_PADDLE_TMP.sub("", out),)
     return ()
+
+
+def torch_name_scopes(value: str) -> tuple[str, ...] | None:
+    """The scope of a dynamo-exported node from its ``pkg.torch.onnx.name_scopes`` metadata value.
+
+    The value lists the root module (``''``), each submodule by its qualified name and
+    last the aten op. Each submodule is named as the classic exporter names it: from its
+    last non-numeric part on (``encoder.layer.0`` -> ``layer.0``, ``stages.0`` ->
+    ``stages.0``, ``features.1.conv.0.0`` -> ``conv.0.0``).
+
+    Parameters
+    ----------
+    value : str
+        The metadata value, a Python list literal.
+
+    Returns
+    -------
+    tuple of str or None
+        Outermost scope first (empty for an op of the root module or of no module);
+        ``None`` when the value is not a list of names.
+
+    Examples
+    --------
+    >>> torch_name_scopes("['', 'encoder', 'encoder.layer.0', 'encoder.layer.0.attention', 'linear_3']")
+    ('encoder', 'layer.0', 'attention')
+    >>> torch_name_scopes("['', 'stages', 'stages.0', 'stages.0.blocks', 'stages.0.blocks.1', 'conv2d']")
+    ('stages', 'stages.0', 'blocks', 'blocks.1')
+    >>> torch_name_scopes("['_empty_nn_module_stack_from_metadata_hook', 'sym_size_int_18']")
+    ()
+    >>> torch_name_scopes("not a list") is None
+    True
+    """
+    try:
+        parts = ast.literal_eval(value)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    if not isinstance(parts, list) or not all(isinstance(p, str) for p in parts):
+        return None
+    if parts and parts[0].startswith(_TORCH_NO_MODULE):
+        return ()
+    return tuple(_unqualified(p) for p in parts[:-1] if p)
+
+
+def _unqualified(qualified: str) -> str:
+    """A module's name from its last non-numeric part on, as ``torch.onnx``'s classic exporter writes it."""
+    atoms = qualified.split(".")
+    for i in range(len(atoms) - 1, -1, -1):
+        if not atoms[i].isdigit():
+            return ".".join(atoms[i:])
+    return qualified
+
+
+def node_scope(node: NodeProto) -> tuple[str, ...]:
+    """The name-scope path of an ONNX node, from the dynamo exporter's metadata or from its name.
+
+    Parameters
+    ----------
+    node : onnx.NodeProto
+        The node.
+
+    Returns
+    -------
+    tuple of str
+        As :func:`scope_of`; a node with ``pkg.torch.onnx.name_scopes`` metadata gets
+        :func:`torch_name_scopes` of it.
+
+    Examples
+    --------
+    >>> from onnx import helper
+    >>> node = helper.make_node("MatMul", ["x", "w"], ["y"], name="node_linear_3")
+    >>> node_scope(node)
+    ()
+    >>> helper.set_metadata_props(node, {TORCH_NAME_SCOPES: "['', 'encoder', 'encoder.layer.0', 'linear_3']"})
+    >>> node_scope(node)
+    ('encoder', 'layer.0')
+    >>> node_scope(helper.make_node("Relu", ["y"], ["z"], name="/encoder/layer.0/act/Relu"))
+    ('encoder', 'layer.0', 'act')
+    """
+    for prop in node.metadata_props:
+        if prop.key == TORCH_NAME_SCOPES:
+            scope = torch_name_scopes(prop.value)
+            if scope is not None:
+                return scope
+            break
+    return scope_of(node.name, node.output)

@@ -15,9 +15,12 @@ Examples
 
 from __future__ import annotations
 
+import ast
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -427,17 +430,160 @@ def tensor_info(
     )
 
 
-def format_shape(shape: Sequence[Dim] | None) -> str:
-    """Format a shape for people: ``[batch, 3, 224, 224]``, ``?`` for unknown.
+def format_shape(shape: Sequence[Dim] | None, *, compact: bool = False) -> str:
+    """Format a shape for people: ``[batch, 3, 224, 224]``, or ``batch×3×224×224`` where drawn.
+
+    The one rule for every place that shows a shape (hover, details, summaries, boxes,
+    edge labels): ``?`` for an unknown dimension, and a dimension that is an expression
+    (``floor(height/2 - 1/2) + 1`` as onnxsim writes it for a strided conv over a symbolic
+    size, ``(((height - 1)//2)) + 1`` as the dynamo exporter does) printed with only the
+    parentheses its operators need, and in the drawn form inside one pair of parentheses,
+    so ``batch×16×(floor(height/2 - 1/2) + 1)`` does not read as arithmetic across
+    dimensions. Plain names (``batch``), numbers and calls (``floor(h/2)``) stay as they are.
+
+    Parameters
+    ----------
+    shape : sequence of int, str or None, or None
+        The shape; ``None`` when unknown.
+    compact : bool
+        The drawn form: dimensions joined by ``×``, ``scalar`` for rank 0, names that shape
+        inference invents for unknown sizes (``unk__3``) shown as ``?``, and an expression
+        longer than 40 characters (a flattened ``(floor(floor(height/2 - 1/2)/2) + 1)*(...)``)
+        as ``(…)``: the full one is in the hover and the details.
+
+    Returns
+    -------
+    str
 
     Examples
     --------
     >>> format_shape(("batch", 3, None)), format_shape(None)
     ('[batch, 3, ?]', '?')
+    >>> format_shape((64, 3, 7, 7), compact=True), format_shape((), compact=True)
+    ('64×3×7×7', 'scalar')
+    >>> format_shape(("batch", "unk__1", 256), compact=True)  # invented names read as unknown
+    'batch×?×256'
+    >>> format_shape(("batch", 16, "floor(height/2 - 1/2) + 1", "floor(w/2)"), compact=True)
+    'batch×16×(floor(height/2 - 1/2) + 1)×floor(w/2)'
+    >>> format_shape(("batch", "(((height - 1)//2)) + 1", "2*seq"))  # the dynamo exporter's spelling
+    '[batch, (height - 1)//2 + 1, 2*seq]'
+    >>> format_shape(("batch", "(((height - 1)//2)) + 1", "2*seq"), compact=True)
+    'batch×((height - 1)//2 + 1)×(2*seq)'
+    >>> area = "(floor(floor(height/2 - 1/2)/2) + 1)*(floor(floor(width/2 - 1/2)/2) + 1)"
+    >>> format_shape(("batch", 64, area), compact=True)
+    'batch×64×(…)'
     """
     if shape is None:
         return "?"
-    return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+    if compact:
+        if len(shape) == 0:
+            return "scalar"
+        return "×".join(
+            "?" if isinstance(d, str) and _INVENTED.fullmatch(d) else _dim_text(d, wrap=True) for d in shape
+        )
+    return "[" + ", ".join(_dim_text(d) for d in shape) + "]"
+
+
+_INVENTED = re.compile(r"unk__\d+")  # dimension names that shape inference invents for unknown sizes
+_OPERATOR = re.compile(r"[\s+\-*/%^<>=!&|,]")
+_EXPRESSION_LIMIT = 200  # longer dimension names are shown as written
+_DRAWN_LIMIT = 40  # longer expressions are drawn as "(…)"
+
+
+def _dim_text(dim: Dim, *, wrap: bool = False) -> str:
+    """One dimension: ``?`` when unknown; when ``wrap`` (drawn), a compound expression in parentheses."""
+    if dim is None:
+        return "?"
+    if isinstance(dim, int):
+        return str(dim)
+    text, compound = _expression_text(str(dim))
+    if not wrap:
+        return text
+    if len(text) > _DRAWN_LIMIT and _OPERATOR.search(text):
+        return "(…)"
+    return f"({text})" if compound else text
+
+
+@lru_cache(maxsize=4096)
+def _expression_text(text: str) -> tuple[str, bool]:
+    """A symbolic dimension without redundant parentheses, and whether an operator is at its top level.
+
+    sympy (onnxsim, ONNX Runtime's symbolic shape inference) writes ``floor(height/2 - 1/2) + 1``
+    and the dynamo exporter ``(((height - 1)//2)) + 1``; both are Python expressions, printed
+    again with as few parentheses as the operators need (spaces around ``+`` and ``-`` where the
+    name had them). A name that is not such an expression is kept as written.
+    """
+    if not _OPERATOR.search(text):
+        return text, False
+    if len(text) <= _EXPRESSION_LIMIT:
+        try:
+            tree = ast.parse(text.strip(), mode="eval").body
+            printed, precedence = _print(tree, spaced=bool(_SPACED.search(text)))
+        except (SyntaxError, ValueError, RecursionError, MemoryError, _NotArithmetic):
+            pass
+        else:
+            return printed, precedence < _ATOM
+    depth = 0
+    for char in text:
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif depth == 0 and _OPERATOR.match(char):
+            return text, True
+    return text, False
+
+
+def _associates(op: ast.operator, right: ast.expr) -> bool:
+    """Whether ``a op (b rop c)`` is ``a op b rop c``: sums of sums and differences, products of products."""
+    if not isinstance(right, ast.BinOp):
+        return False
+    if isinstance(op, ast.Add):
+        return isinstance(right.op, ast.Add | ast.Sub)
+    return isinstance(op, ast.Mult) and isinstance(right.op, ast.Mult)
+
+
+class _NotArithmetic(Exception):
+    """An expression :func:`_print` does not print (kept as written)."""
+
+
+_ATOM = 5
+_SPACED = re.compile(r"\s[+-]\s")
+_BINARY: dict[type, tuple[str, int]] = {
+    ast.Add: ("+", 1),
+    ast.Sub: ("-", 1),
+    ast.Mult: ("*", 2),
+    ast.Div: ("/", 2),
+    ast.FloorDiv: ("//", 2),
+    ast.Mod: ("%", 2),
+    ast.Pow: ("**", 4),
+}
+
+
+def _print(node: ast.expr, *, spaced: bool) -> tuple[str, int]:
+    """Text and precedence of an arithmetic expression (names, numbers, calls, + - * / // % **)."""
+    if isinstance(node, ast.Name):
+        return node.id, _ATOM
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float) and node.value >= 0:
+        return repr(node.value), _ATOM
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
+        return f"{node.func.id}({', '.join(_print(a, spaced=spaced)[0] for a in node.args)})", _ATOM
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        text, inner = _print(node.operand, spaced=spaced)
+        return "-" + (text if inner >= 3 else f"({text})"), 3
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+        symbol, precedence = _BINARY[type(node.op)]
+        if spaced and precedence == 1:
+            symbol = f" {symbol} "
+        left, lp = _print(node.left, spaced=spaced)
+        right, rp = _print(node.right, spaced=spaced)
+        right_assoc = isinstance(node.op, ast.Pow)
+        if lp < precedence or (right_assoc and lp == precedence):
+            left = f"({left})"
+        if rp < precedence or (rp == precedence and not right_assoc and not _associates(node.op, node.right)):
+            right = f"({right})"
+        return f"{left}{symbol}{right}", precedence
+    raise _NotArithmetic
 
 
 def format_bytes(n: float) -> str:

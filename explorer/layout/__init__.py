@@ -39,8 +39,10 @@ per unit.
 
 Name scopes (``('encoder', 'layers.0', 'self_attn')``) can be collapsed into
 one box each: a visible *item* is either a node id or a group id
-``"scope:encoder/layers.0"``. :func:`auto_collapse` picks a depth that keeps a
-big model to a few hundred items; :func:`expand` and :func:`collapse_group`
+``"scope:encoder/layers.0"``. :func:`auto_collapse` picks the depth a big model
+opens at: its repeated blocks (:func:`repeated_depths`: a BERT's layers, a YOLO's
+numbered modules) when they fit, else a depth that keeps it to a few hundred
+items; :func:`expand` and :func:`collapse_group`
 open and close one group without laying the whole graph out again.
 
 Every walk is iterative (no recursion), so 100k-node chains lay out.
@@ -66,7 +68,7 @@ from .incremental import collapse_group, expand
 from .ordering import MAXITER
 from .sizes import PX_PER_UNIT, label_size
 from .value import BOX_GAP, GROUP_PREFIX, Layout, group_id
-from .visible import auto_collapse
+from .visible import auto_collapse, repeated_depths
 
 __all__ = [
     "GROUP_PREFIX",
@@ -74,6 +76,7 @@ __all__ = [
     "layered",
     "count_crossings",
     "auto_collapse",
+    "repeated_depths",
     "expand",
     "collapse_group",
     "graph_fingerprint",

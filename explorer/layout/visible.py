@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -14,7 +16,7 @@ if TYPE_CHECKING:
     from ..graph import ModelGraph
 
 
-__all__ = ["auto_collapse"]
+__all__ = ["auto_collapse", "repeated_depths"]
 
 
 @dataclass
@@ -117,17 +119,24 @@ def _visible(graph: ModelGraph, collapse: int | frozenset[Scope] | None) -> _Vis
 def auto_collapse(
     graph: ModelGraph, max_items: int = 300, *, min_items: int = 20, hard_max: int = 1000
 ) -> int | None:
-    """Choose a collapse depth that keeps the view to at most ``max_items`` items.
+    """Choose a collapse depth from the scope tree that keeps the view to at most ``max_items`` items.
 
     A graph lowered below ONNX (``graph.ir`` not ``"onnx"``) whose scopes are fused
     functions opens with them collapsed (depth 1) whatever its size: each box is one kernel,
-    and opening it shows what the fusion merged. Otherwise:
-    returns ``None`` when the graph already has at most ``max_items`` nodes;
-    otherwise the deepest (most detailed) depth whose view fits, or 1 (the
-    most collapsed view) when none does. When the depth that fits shows fewer
-    than ``min_items`` items (a 50k-node transformer at depth 1 is four boxes:
-    input, embeddings, encoder, output), the next depth is taken if it stays
-    under ``hard_max`` (the encoder's layers, one box each).
+    and opening it shows what the fusion merged. Otherwise
+    returns ``None`` when the graph already has at most ``max_items`` nodes. A bigger graph
+    opens at the depth of its repeated blocks when that view fits: the shallowest depth
+    where a parent scope has a handful of numbered siblings of one stem
+    (``layer.0 .. layer.11``, ``h.0 .. h.11``, ``layer1 .. layer4``, ``model.0 .. model.22``,
+    ``dense, dense_1, dense_2``; see :func:`repeated_depths`) holding at least half of the
+    graph's nodes together, so a BERT opens with its 12 layers, a ConvNeXt with its 4
+    stages, a YOLO with its numbered modules, each opening into its parts (the blocks of
+    a stage, the attention and MLP of a layer). A graph with no repeated blocks whose
+    view fits opens at the deepest (most detailed) depth whose view fits, or 1 (the most
+    collapsed view) when none does; when the depth that fits shows fewer than
+    ``min_items`` items (a 50k-node transformer at depth 1 is four boxes: input,
+    embeddings, encoder, output), the next depth is taken if it stays under
+    ``hard_max`` (the encoder's layers, one box each).
 
     Parameters
     ----------
@@ -150,8 +159,10 @@ def auto_collapse(
     >>> from explorer import load
     >>> auto_collapse(load("zoo:mlp")) is None
     True
-    >>> auto_collapse(load("zoo:transformer"), max_items=30)
-    3
+    >>> auto_collapse(load("zoo:transformer"), max_items=30)  # encoder/layers.0 and encoder/layers.1
+    2
+    >>> auto_collapse(load("zoo:mobilenetv2"), max_items=60)  # features.0 .. features.18
+    2
     """
     g = graph.nx
     if graph.ir != "onnx" and any(scope for _, scope in g.nodes(data="scope", default=())):
@@ -159,6 +170,9 @@ def auto_collapse(
     if g.number_of_nodes() <= max_items:
         return None
     by_scope = Counter(scope for _, scope in g.nodes(data="scope", default=()))
+    for depth in repeated_depths(by_scope):
+        if _items_at_depth(by_scope, depth) <= max_items:
+            return depth
     deepest = max((len(s) for s in by_scope), default=0)
     for depth in range(deepest, 0, -1):
         if _items_at_depth(by_scope, depth) <= max_items:
@@ -171,6 +185,65 @@ def auto_collapse(
                 return finer
             return depth
     return 1
+
+
+_NUMBERED = re.compile(r"^(.*?)[._]?(\d+)$")  # "layer.0", "layer1", "h.3", "dense_2", "0"
+_MIN_REPEATS = 3  # numbered siblings of one stem that make a stack of repeated blocks
+
+
+def repeated_depths(by_scope: Mapping[Scope, int], *, share: float = 0.5) -> list[int]:
+    """The collapse depths at which the scope tree has repeated blocks, shallowest first.
+
+    Siblings (children of one parent scope) are repeated blocks when at least three of
+    them share a stem and all but possibly one carry a number (``layer.0 .. layer.11``,
+    ``layer1 .. layer4``, ``dense, dense_1, dense_2``), or when two such siblings both have
+    scopes inside (the two layers of a small encoder; not ``conv1, conv2``). A depth counts
+    when the repeated blocks whose scopes have that length hold at least ``share`` of all nodes.
+
+    Parameters
+    ----------
+    by_scope : mapping of scope tuple to int
+        How many nodes each scope holds directly.
+    share : float
+        Least fraction of the nodes the repeated blocks at a depth must hold.
+
+    Returns
+    -------
+    list of int
+        Depths for ``layered(graph, collapse=...)``.
+
+    Examples
+    --------
+    >>> tree = {(): 4, ("embeddings",): 3}
+    >>> layers = {("encoder", f"layer.{i}", part): 5 for i in range(12) for part in ("attention", "output")}
+    >>> tree.update(layers)
+    >>> repeated_depths(tree)
+    [2]
+    >>> repeated_depths({("conv1",): 1, ("conv2",): 1, ("conv3",): 1, ("head",): 10})
+    []
+    >>> repeated_depths({("layers.0", "attn"): 5, ("layers.1", "attn"): 5, ("norm1",): 5, ("norm2",): 5})
+    [1]
+    """
+    total = sum(by_scope.values())
+    if total == 0:
+        return []
+    subtree: Counter[Scope] = Counter()
+    for scope, count in by_scope.items():
+        for depth in range(1, len(scope) + 1):
+            subtree[scope[:depth]] += count
+    stems: dict[tuple[Scope, str], list[Scope]] = {}
+    for scope in subtree:
+        match = _NUMBERED.match(scope[-1])
+        stem = match.group(1) if match else scope[-1]
+        stems.setdefault((scope[:-1], stem), []).append(scope)
+    parents = {scope[:-1] for scope in subtree}
+    covered: Counter[int] = Counter()
+    for siblings in stems.values():
+        numbered = sum(1 for s in siblings if _NUMBERED.match(s[-1]))
+        blocks = len(siblings) >= _MIN_REPEATS or (len(siblings) == 2 and all(s in parents for s in siblings))
+        if blocks and numbered >= len(siblings) - 1:
+            covered[len(siblings[0])] += sum(subtree[s] for s in siblings)
+    return sorted(depth for depth, nodes in covered.items() if nodes >= share * total)
 
 
 def _items_at_depth(by_scope: Counter[Scope], depth: int) -> int:

@@ -231,3 +231,33 @@ def test_a_model_made_in_memory_is_titled_by_its_name() -> None:
 
     figure = op_support_heatmap(coverage(load(zoo.build("mlp")), ["ort-cpu"]))
     assert figure.layout.title.text == "op support of mlp"
+
+
+def test_symbolic_sizes_that_are_expressions_read_unambiguously_everywhere() -> None:
+    """A YOLO-style export with symbolic input sizes: each compound dimension is one term, where drawn."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from explorer.details import details_html, node_details
+
+    h, w = "floor(height/2 - 1/2) + 1", "floor(width/2 - 1/2) + 1"  # as onnxsim writes them
+    weight = numpy_helper.from_array(np.zeros((16, 3, 3, 3), np.float32), "model.0.conv.weight")
+    conv = helper.make_node("Conv", ["images", weight.name], ["c"], name="/model.0/conv/Conv", strides=[2, 2])
+    relu = helper.make_node("Relu", ["c"], ["y"], name="/model.0/act/Relu")
+    graph = helper.make_graph(
+        [conv, relu],
+        "yolo-style",
+        [helper.make_tensor_value_info("images", TensorProto.FLOAT, ["batch", 3, "height", "width"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 16, h, w])],
+        [weight],
+        value_info=[helper.make_tensor_value_info("c", TensorProto.FLOAT, ["batch", 16, h, w])],
+    )
+    model = load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    layout = layered(model)
+    fig = graph_figure(model, layout)
+    drawn = "batch×16×(floor(height/2 - 1/2) + 1)×(floor(width/2 - 1/2) + 1)"
+    assert f" {drawn}" in fig.data[EDGE_LABELS].meta["text"]
+    assert " batch×3×height×width" in fig.data[EDGE_LABELS].meta["text"]  # plain names stay plain
+    assert f"{drawn} float32" in fig.data[DETAILS].meta["text"]  # the output's box
+    listed = f"[batch, 16, {h}, {w}] float32"  # commas separate the dimensions already
+    assert f"out y: {listed}" in node_hover(model, layout, "/model.0/act/Relu")
+    assert f"[batch, 16, {h}, {w}]" in details_html(node_details(model, "/model.0/act/Relu"))

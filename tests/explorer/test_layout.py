@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
+from collections import Counter
 from typing import Any
 
 import networkx as nx
@@ -15,6 +16,7 @@ import pytest
 from explorer import layout as lay
 from explorer import load, zoo
 from explorer.graph import ModelGraph, build_graph
+from tests.explorer.dynamo_names import dynamo_style
 
 MODELS = zoo.names()
 
@@ -177,10 +179,75 @@ def test_bad_collapse_values_are_refused(transformer: ModelGraph) -> None:
 
 def test_auto_collapse_leaves_small_graphs_open(transformer: ModelGraph) -> None:
     assert lay.auto_collapse(transformer) is None
+    assert lay.auto_collapse(load("zoo:resnet18")) is None
     depth = lay.auto_collapse(transformer, max_items=60)
-    assert depth is not None
-    assert len(lay.layered(transformer, collapse=depth).positions) <= 60
-    assert len(lay.layered(transformer, collapse=depth + 1).positions) > 60
+    layout = lay.layered(transformer, collapse=depth)
+    assert len(layout.positions) <= 60
+    # its two layers, each a box (not their self_attn, linear1, linear2 as before)
+    assert set(layout.groups) == {"scope:encoder/layers.0", "scope:encoder/layers.1"}
+
+
+def _scoped_chain(scopes: list[tuple[str, ...]]) -> ModelGraph:
+    """input -> one Relu per scope in the list -> output, as a ModelGraph."""
+    g = nx.MultiDiGraph()
+    g.add_node("input:x", kind="input", op_type="Input", scope=(), index=-1)
+    prev = "input:x"
+    for i, scope in enumerate(scopes):
+        node = "/" + "/".join((*scope, f"Relu_{i}"))
+        g.add_node(node, kind="op", op_type="Relu", scope=scope, index=i)
+        g.add_edge(prev, node, key=f"t{i}")
+        prev = node
+    g.add_node("output:y", kind="output", op_type="Output", scope=(), index=-1)
+    g.add_edge(prev, "output:y", key="y")
+    return ModelGraph(g, proto=onnx.GraphProto(name="scoped"))
+
+
+def test_auto_collapse_opens_a_bert_sized_encoder_with_its_layers_not_their_parts() -> None:
+    """12 layers of 4 parts (scoped as the dynamo exporter scopes them) open as 12 boxes, then the parts."""
+    model = dynamo_style(zoo.build("transformer", layers=12, hidden=16))
+    graph = build_graph(model, source="dynamo-style")
+    assert graph.nx.number_of_nodes() > 300
+    depth = lay.auto_collapse(graph)
+    layout = lay.layered(graph, collapse=depth)
+    assert set(layout.groups) == {f"scope:encoder/layers.{i}" for i in range(12)}
+    assert len(layout.positions) < 40
+    opened = lay.expand(layout, graph, "scope:encoder/layers.3")
+    parts = {s[2] for s in opened.collapsed if s[:2] == ("encoder", "layers.3")}
+    assert {"self_attn", "linear1", "linear2"} <= parts
+    # by size alone (the deepest depth that fits in 300 items) it opened at the parts: 48 boxes
+    assert len(lay.layered(graph, collapse=3).groups) >= 36
+
+
+def test_auto_collapse_opens_a_yolo_at_its_numbered_modules() -> None:
+    graph = load("zoo:yolov8")
+    depth = lay.auto_collapse(graph)
+    assert depth == 1
+    groups = lay.layered(graph, collapse=depth).groups
+    assert groups and all(g.startswith("scope:model.") for g in groups)
+
+
+def test_repeated_blocks_are_numbered_siblings_holding_most_nodes() -> None:
+    blocks = [("stages", f"stages.{s}", "blocks", f"blocks.{b}", "conv") for s in range(4) for b in range(3)]
+    assert lay.repeated_depths(Counter(blocks * 10)) == [2, 4]  # the stages, and the blocks in each
+    # conv1, conv2, conv3 in a small stem: numbered, but holding few of the nodes
+    stem = [("conv1",), ("conv2",), ("conv3",)]
+    assert lay.repeated_depths(Counter(stem + [("head", "fc")] * 20)) == []
+    # two numbered leaves are not blocks; two numbered scopes with parts inside are
+    assert lay.repeated_depths(Counter([("norm1",), ("norm2",)] * 5)) == []
+    assert lay.repeated_depths(Counter([("layers.0", "attn"), ("layers.1", "attn")] * 5)) == [1]
+    # Keras names its repeated layers dense, dense_1, dense_2
+    keras = [("model", "dense"), ("model", "dense_1"), ("model", "dense_2")]
+    assert lay.repeated_depths(Counter(keras)) == [2]
+
+
+def test_auto_collapse_without_repeated_blocks_takes_the_deepest_depth_that_fits() -> None:
+    parts = ("attention", "mlp", "norm", "proj", "gate")
+    scopes = [(top, part, leaf) for top in ("encoder", "decoder") for part in parts for leaf in ("a", "b")]
+    graph = _scoped_chain([s for s in scopes for _ in range(20)])  # 400 nodes, 20 per leaf scope
+    assert lay.repeated_depths(Counter(s for _, s in graph.nx.nodes(data="scope"))) == []
+    assert lay.auto_collapse(graph) == 3  # 20 boxes plus input and output
+    assert lay.auto_collapse(graph, max_items=15, min_items=1) == 2  # 10 boxes plus input and output
+    assert lay.auto_collapse(graph, max_items=15) == 3  # 12 items are too coarse: one level finer
 
 
 def test_auto_collapse_opens_a_50k_node_model_with_a_few_hundred_boxes(deep: ModelGraph) -> None:
