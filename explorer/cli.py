@@ -2,9 +2,12 @@
 
 ``onnx-explorer info MODEL`` prints a model's summary; MODEL is a path or
 ``zoo:NAME``; ``passes``, ``diff``, ``report``, ``lower`` (TVM Relax, pass by pass),
-``bench`` (ONNX Runtime and TVM side by side) and ``coverage`` (op support and partitions
-per target) are the other commands. Bad input ends with a
-one-line error on stderr and exit code 2.
+``bench`` (ONNX Runtime and TVM side by side), ``coverage`` (op support and partitions
+per target) and ``prepare`` (NPU-ready, step by step) are the other commands. Bad input
+(a broken model, a bad argument, an output that would replace the input) ends with a
+one-line error on stderr and exit code 2; a model that does not import or lower into a
+runtime or compiler, with exit code 3. With ``--json``, stdout is one JSON document
+whatever happens (a failure's has an ``"error"`` key), and nothing else.
 
 Examples
 --------
@@ -18,32 +21,41 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from . import __version__
-from .errors import ExplorerError
-from .load import load
+from .errors import ExplorerError, LoweringError, RuntimeUnsupportedError
+from .io import check_output_path
+from .load import check_input_shapes, load
 from .op_deltas import format_op_deltas
 
 __all__ = [
     "main",
     "build_parser",
     "parse_input_shape",
+    "non_negative_int",
+    "positive_int",
+    "non_negative_float",
     "EXIT_BAD_INPUT",
     "EXIT_INTERNAL",
     "EXIT_NOT_IMPORTED",
 ]
 
 EXIT_BAD_INPUT = 2
-"""Exit code for bad input (missing file, broken model, bad arguments)."""
+"""Exit code for bad input (missing file, broken model, bad arguments, an output path that cannot be
+written or would replace the input)."""
 EXIT_INTERNAL = 1
 """Exit code for an unexpected internal error (a bug: please report it)."""
 EXIT_NOT_IMPORTED = 3
-"""Exit code of ``lower`` when the model does not import into TVM Relax (the failing ops are printed)."""
+"""Exit code when the model does not import or lower into a runtime or compiler: TVM Relax's import
+or one of its passes fails (:class:`~explorer.errors.LoweringError`), or a runtime cannot take an
+operator or type of the model (:class:`~explorer.errors.RuntimeUnsupportedError`). The failing ops,
+pass or runtime are named."""
 
 
 def parse_input_shape(text: str) -> tuple[str, list[int]]:
@@ -68,6 +80,80 @@ def parse_input_shape(text: str) -> tuple[str, list[int]]:
     return name, shape
 
 
+def non_negative_int(text: str) -> int:
+    """An argparse ``type``: an integer >= 0 (a count, a number of threads, ``0`` for "the default").
+
+    Examples
+    --------
+    >>> non_negative_int("0"), non_negative_int("8")
+    (0, 8)
+    >>> non_negative_int("-5")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: must be an integer >= 0, got '-5'
+    """
+    return _bounded(text, int, 0, "an integer >= 0")
+
+
+def positive_int(text: str) -> int:
+    """An argparse ``type``: an integer >= 1 (runs, samples).
+
+    Examples
+    --------
+    >>> positive_int("3")
+    3
+    >>> positive_int("0")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: must be an integer >= 1, got '0'
+    """
+    return _bounded(text, int, 1, "an integer >= 1")
+
+
+def non_negative_float(text: str) -> float:
+    """An argparse ``type``: a finite number >= 0 (seconds, minutes).
+
+    Examples
+    --------
+    >>> non_negative_float("0.5")
+    0.5
+    >>> non_negative_float("nan")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: must be a finite number >= 0, got 'nan'
+    """
+    return _bounded(text, float, 0, "a finite number >= 0")
+
+
+def _bounded(text: str, kind: Callable[[str], Any], low: float, what: str) -> Any:
+    try:
+        value = kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}") from None
+    if not math.isfinite(value) or value < low:
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
+    return value
+
+
+class _ArgumentsRejected(SystemExit):
+    """argparse refused the arguments (usage and message already on stderr); ``main`` adds the
+    ``--json`` error document. Uncaught, it exits 2 as argparse does."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(EXIT_BAD_INPUT)
+        self.message = message
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, whose errors ``main`` can also report as ``--json``."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        text = f"{self.prog}: error: {message}"
+        print(text, file=sys.stderr)
+        raise _ArgumentsRejected(text)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser of ``onnx-explorer`` (one sub-command per task).
 
@@ -76,7 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     >>> build_parser().parse_args(["info", "zoo:mlp"]).command
     'info'
     """
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="onnx-explorer",
         description="Explore ONNX graphs and what compilers do to them.",
     )
@@ -120,7 +206,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--input-shape", action="append", type=parse_input_shape, default=[], metavar="NAME=D1,D2,..."
     )
     passes.add_argument("--json", action="store_true", help="print one JSON object")
-    passes.add_argument("-o", "--output", metavar="FILE", help="write the final model here (atomically)")
+    passes.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="write the final model here (atomically; not when a step fails)",
+    )
+    passes.add_argument("--force", action="store_true", help="let -o replace the input model")
     passes.add_argument("--no-verify", action="store_true", help="skip the ONNX Runtime output comparison")
     passes.set_defaults(handler=_passes)
 
@@ -130,6 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.add_argument("model", metavar="MODEL", help="an .onnx file, or zoo:NAME")
     report.add_argument("-o", "--output", metavar="FILE", required=True, help="the .html file to write")
+    report.add_argument("--force", action="store_true", help="let -o replace the input model")
     report.add_argument("--pipeline", help="passes to run and report step by step, e.g. onnxsim,ort:extended")
     report.add_argument(
         "--input-shape", action="append", type=parse_input_shape, default=[], metavar="NAME=D1,D2,..."
@@ -145,7 +238,8 @@ def build_parser() -> argparse.ArgumentParser:
         "AnnotateTIROpPattern, FoldConstant, FuseOps, FuseTIR, the dataflow lowering, memory planning "
         "and VM finalization). Per step: changed?, time, Relax bindings, PrimFuncs, fused functions, "
         "kernels, intermediate tensors, storages. A model "
-        f"that does not import: the failing ops with reasons, exit code {EXIT_NOT_IMPORTED}.",
+        "that does not import: the failing ops with reasons; a pass that fails: the pass, the Relax binding "
+        f"and the ONNX node it came from, and the fix; exit code {EXIT_NOT_IMPORTED}.",
     )
     lower.add_argument("model", metavar="MODEL", help="an .onnx file, or zoo:NAME")
     lower.add_argument(
@@ -157,8 +251,8 @@ def build_parser() -> argparse.ArgumentParser:
     lower.add_argument(
         "--fix",
         action="store_true",
-        help="when the import fails, apply the fix it offers (rewrites into standard ONNX, or fixed shapes "
-        "and onnxsim) until it imports",
+        help="when the import or a pass fails, apply every fix offered (rewrites into standard ONNX, fixed "
+        "shapes and onnxsim) and try again: never less than --simplify does",
     )
     lower.add_argument(
         "--passes",
@@ -182,10 +276,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     budget = timing.add_mutually_exclusive_group()
     budget.add_argument(
-        "--tune-trials", type=int, default=0, metavar="N", help="tune TVM with N trials (0: untuned)"
+        "--tune-trials",
+        type=non_negative_int,
+        default=0,
+        metavar="N",
+        help="tune TVM with N trials (0: untuned)",
     )
     budget.add_argument(
-        "--tune-minutes", type=float, default=None, metavar="M", help="tune TVM for M minutes"
+        "--tune-minutes", type=non_negative_float, default=None, metavar="M", help="tune TVM for M minutes"
     )
     timing.add_argument(
         "--pretuned",
@@ -196,24 +294,34 @@ def build_parser() -> argparse.ArgumentParser:
         "--input-shape", action="append", type=parse_input_shape, default=[], metavar="NAME=D1,D2,..."
     )
     timing.add_argument(
-        "--threads", type=int, default=0, help="ONNX Runtime's intra-op threads (0: its default)"
+        "--threads", type=non_negative_int, default=0, help="ONNX Runtime's intra-op threads (0: its default)"
+    )
+    timing.add_argument(
+        "--simplify",
+        action="store_true",
+        help="run onnxsim with the fixed input shapes first (as `lower --simplify`); every runtime runs it",
     )
     timing.add_argument(
         "--fix",
         action="store_true",
-        help="when TVM's import fails, apply the fix it offers (as `lower --fix`) and time every runtime on "
-        "the fixed model, so all of them run the same graph",
+        help="when TVM's import or a pass fails, apply every fix offered (as `lower --fix`) and time every "
+        "runtime on the fixed model, so all of them run the same graph",
     )
     timing.add_argument(
         "--rpc-tracker", metavar="HOST:PORT", help="run TVM on a server from this RPC tracker"
     )
     timing.add_argument("--rpc-key", metavar="KEY", help="the device key of the RPC servers")
-    timing.add_argument("--warmup", type=int, default=3, help="runs before timing (default 3)")
-    timing.add_argument("--min-runs", type=int, default=10, help="timed runs at least (default 10)")
+    timing.add_argument("--warmup", type=non_negative_int, default=3, help="runs before timing (default 3)")
+    timing.add_argument("--min-runs", type=positive_int, default=10, help="timed runs at least (default 10)")
     timing.add_argument(
-        "--min-seconds", type=float, default=1.0, help="seconds of timed runs at least (default 1)"
+        "--min-seconds",
+        type=non_negative_float,
+        default=1.0,
+        help="seconds of timed runs at least (default 1)",
     )
-    timing.add_argument("--max-seconds", type=float, default=30.0, help="stop timing after this (default 30)")
+    timing.add_argument(
+        "--max-seconds", type=non_negative_float, default=30.0, help="stop timing after this (default 30)"
+    )
     timing.add_argument("--json", action="store_true", help="print one JSON object")
     timing.set_defaults(handler=_bench)
 
@@ -261,8 +369,11 @@ def build_parser() -> argparse.ArgumentParser:
     ready.add_argument(
         "--activations", choices=("uint8", "uint16"), default="uint8", help="QDQ activation type (qnn-htp)"
     )
-    ready.add_argument("--samples", type=int, default=None, help="generated calibration inputs (default 8)")
+    ready.add_argument(
+        "--samples", type=positive_int, default=None, help="generated calibration inputs (default 8)"
+    )
     ready.add_argument("--output", metavar="PATH", help="save the prepared model here (written atomically)")
+    ready.add_argument("--force", action="store_true", help="let --output replace the input model")
     ready.add_argument("--json", action="store_true", help="print one JSON object")
     ready.set_defaults(handler=_prepare)
 
@@ -323,6 +434,8 @@ def _passes(args: argparse.Namespace) -> int:
         return _list_passes(args.json)
     if not args.model:
         raise ExplorerError("passes needs a MODEL (or --list)")
+    if args.output:  # before the passes run: an unwritable path fails at once
+        check_output_path(args.output, args.model, force=args.force)
     from .timeline import run_pipeline
 
     timeline = run_pipeline(
@@ -332,24 +445,30 @@ def _passes(args: argparse.Namespace) -> int:
         verify=not args.no_verify,
         progress=None if args.json else _progress,
     )
-    if args.output:
+    failed = [s for s in timeline.snapshots if s.error]
+    if args.output and not failed:  # a failed step: not the pipeline's model, nothing is written
         from .model_files import save_graph_model
 
         save_graph_model(timeline.snapshots[-1].graph, args.output)
-    if args.json:
-        print(json.dumps(timeline.to_dict()))
-    else:
-        print(_timeline_text(timeline))
-        if args.output:
-            print(f"wrote {args.output}")
-    failed = [s for s in timeline.snapshots if s.error]
+    error = None
     if failed:
         first = failed[0]
         more = f" (and {len(failed) - 1} more failed steps)" if len(failed) > 1 else ""
-        print(
-            f"onnx-explorer: error: step {first.index} ({first.name}) failed: {first.error}{more}",
-            file=sys.stderr,
+        unwritten = f"; {args.output} was not written" if args.output else ""
+        error = ExplorerError(
+            f"{args.model}: step {first.index} ({first.name}) failed: {first.error}{more}{unwritten}"
         )
+    if args.json:
+        data = timeline.to_dict()
+        if error is not None:
+            data["error"] = _error_dict(error, EXIT_BAD_INPUT)
+        print(json.dumps(data))
+    else:
+        print(_timeline_text(timeline))
+        if args.output and not failed:
+            print(f"wrote {args.output}")
+    if error is not None:
+        print(f"onnx-explorer: error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     return 0
 
@@ -377,52 +496,63 @@ def _timeline_text(timeline: Any) -> str:
     return "\n".join(lines)
 
 
-def _with_import_fix(
-    attempt: Callable[[Any, Mapping[str, Sequence[int]] | None], Any],
-    graph: Any,
-    shapes: Mapping[str, Sequence[int]] | None,
-    *,
-    fix: bool,
-) -> tuple[Any, tuple[str, ...]]:
-    """``attempt(graph, shapes)``; when TVM's import fails and ``fix`` (``--fix``), again on the model
-    its offered fixes give. Returns the result and the fixes applied; raises RelaxImportFailed."""
-    from .lower import RelaxImportFailed
+def _with_flags(err: LoweringError, command: str, args: argparse.Namespace) -> LoweringError:
+    """``err`` with the flags that apply its fix, when they were not given (``--simplify``, ``--fix``)."""
+    from .lower import FIX
 
-    try:
-        return attempt(graph, shapes), ()
-    except RelaxImportFailed as err:
-        fixed = err.result.fixed() if fix else err.result
-        if not fixed.ok:
-            raise RelaxImportFailed(fixed) from None
-        return attempt(fixed.source, fixed.input_shapes), fixed.applied
+    if err.fix != FIX or args.fix or args.simplify:
+        return err
+    return LoweringError(
+        err.reason,
+        pass_name=err.pass_name,
+        binding=err.binding,
+        onnx_nodes=err.onnx_nodes,
+        fix=f"{err.fix} (onnx-explorer {command} MODEL --input-shape ... --simplify, or --fix)",
+        path=err.path,
+    )
+
+
+def _fix_progress(args: argparse.Namespace) -> Callable[[str], None] | None:
+    """Say each fix as it is applied (on stderr; not with --json)."""
+    if args.json:
+        return None
+    return lambda words: print(f"  applying a fix: {words}", file=sys.stderr)
 
 
 def _lower(args: argparse.Namespace) -> int:
-    from .lower import FIX, PIPELINES, RelaxImportFailed, relax_pipeline
-    from .runtimes.inputs import concrete_input_shapes
+    from .lower import FIX, RelaxImportFailed, relax_pipeline
+    from .lower.import_fix import lower_with_fixes
+    from .lower.relax_pipeline import check_passes
     from .tensors import format_bytes
-    from .timeline import run_pipeline
 
+    passes = check_passes(args.passes) if args.passes else "default"  # a typo: before anything runs
     graph = load(args.model)
     shapes = dict(args.input_shape) or None
-    if args.simplify:
-        shapes = concrete_input_shapes(graph.model, shapes)
-        simplified = run_pipeline(graph, "onnxsim", input_shapes=shapes, verify=False)
-        if simplified[1].error:
-            raise ExplorerError(f"{args.model}: onnxsim failed before the import: {simplified[1].error}")
-        graph = simplified[1].graph
-    passes: str | list[str] = "default"
-    if args.passes:
-        names = [p.strip() for p in args.passes.split(",") if p.strip()]
-        passes = names[0] if len(names) == 1 and names[0] in PIPELINES else names
+    check_input_shapes(graph.model, shapes or {}, args.model)
     try:
-        timeline, applied = _with_import_fix(
-            lambda g, s: relax_pipeline(g, s, passes), graph, shapes, fix=args.fix
+        timeline, applied = lower_with_fixes(
+            graph,
+            shapes,
+            lambda g, s: relax_pipeline(g, s, passes),
+            simplify=args.simplify,
+            fix=args.fix,
+            progress=_fix_progress(args),
         )
+    except LoweringError as err:  # main says it (exit 3), with the flags that fix it
+        raise _with_flags(err, "lower", args) from None
     except RelaxImportFailed as err:
         result = err.result
         if args.json:
-            print(json.dumps({"source": args.model, **result.to_dict()}))
+            print(
+                json.dumps(
+                    {
+                        "source": args.model,
+                        **result.to_dict(),
+                        "error": _error_dict(err, EXIT_NOT_IMPORTED),
+                    }
+                )
+            )
+            print(f"onnx-explorer: error: {' '.join(str(err).split())}", file=sys.stderr)
         else:
             print(f"{args.model} does not import into TVM Relax:", file=sys.stderr)
             for failure in result.failures:
@@ -482,6 +612,7 @@ def _bench(args: argparse.Namespace) -> int:
     from .runtimes.bench import bench, get_runtime
 
     graph = load(args.model)
+    check_input_shapes(graph.model, dict(args.input_shape), args.model)
     runtimes = []
     for name in args.runtime or ["ort", "tvm"]:
         options: dict[str, Any] = {}
@@ -508,6 +639,7 @@ def _bench(args: argparse.Namespace) -> int:
         print(f"  {label}: {event.message}", file=sys.stderr)
 
     from .lower import RelaxImportFailed
+    from .lower.import_fix import lower_with_fixes
 
     def timed(graph: Any, input_shapes: Mapping[str, Sequence[int]] | None) -> Any:
         return bench(
@@ -522,8 +654,19 @@ def _bench(args: argparse.Namespace) -> int:
         )
 
     try:
-        report, applied = _with_import_fix(timed, graph, dict(args.input_shape) or None, fix=args.fix)
+        report, applied = lower_with_fixes(
+            graph,
+            dict(args.input_shape) or None,
+            timed,
+            simplify=args.simplify,
+            fix=args.fix,
+            progress=_fix_progress(args),
+        )
+    except LoweringError as err:  # main says it (exit 3), with the flags that fix it
+        raise _with_flags(err, "bench", args) from None
     except RelaxImportFailed as err:  # as `lower` reports it
+        if args.json:
+            print(json.dumps({"source": args.model, "error": _error_dict(err, EXIT_NOT_IMPORTED)}))
         print(str(err), file=sys.stderr)
         if err.result.fix and not args.fix:
             print(f"fix: {err.result.fix} (onnx-explorer bench MODEL --fix)", file=sys.stderr)
@@ -599,12 +742,17 @@ def _prepare(args: argparse.Namespace) -> int:
     except KeyError as err:
         raise ExplorerError(err.args[0]) from None
 
+    if args.output:  # before the pipeline runs: an unwritable path fails at once
+        check_output_path(args.output, args.model, force=args.force)
+
     def progress(step: int, total: int, name: str) -> None:
         if not args.json:
             print(f"[{step}/{total}] {name}", file=sys.stderr)
 
+    graph = load(args.model)
+    check_input_shapes(graph.model, dict(args.input_shape), args.model)
     prepared = prepare_for_target(
-        load(args.model),
+        graph,
         args.target,
         input_shapes=dict(args.input_shape) or None,
         activation_type=args.activations,
@@ -642,6 +790,7 @@ def _prepare(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from .report import save
 
+    check_output_path(args.output, args.model, force=args.force)  # before the work
     path = save(
         args.model,
         args.output,
@@ -684,25 +833,65 @@ def main(argv: Sequence[str] | None = None) -> int:
     >>> main(["info", "no-such-model.onnx"])
     2
     """
+    words = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(words)
+    except _ArgumentsRejected as err:  # usage and message are on stderr
+        if "--json" in words:
+            print(
+                json.dumps({"error": {"type": "UsageError", "message": err.message, "exit_code": err.code}})
+            )
+        raise
+    as_json = bool(getattr(args, "json", False))
     try:
         return args.handler(args)
+    except (RuntimeUnsupportedError, LoweringError) as err:  # the model does not import or lower
+        return _fail(err, EXIT_NOT_IMPORTED, as_json)
     except ExplorerError as err:
-        print(f"onnx-explorer: error: {err}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return _fail(err, EXIT_BAD_INPUT, as_json)
     except KeyboardInterrupt:
         print("onnx-explorer: interrupted", file=sys.stderr)
         return 130
     except Exception as err:
         if args.debug:
             traceback.print_exc()
-        print(
-            f"onnx-explorer: internal error ({type(err).__name__}: {err}); "
-            "rerun with --debug for the traceback and please report it",
-            file=sys.stderr,
+        message = (
+            f"internal error ({type(err).__name__}: {err}); "
+            "rerun with --debug for the traceback and please report it"
         )
+        print(f"onnx-explorer: {message}", file=sys.stderr)
+        if as_json:
+            print(json.dumps({"error": {"type": "internal", "message": message, "exit_code": EXIT_INTERNAL}}))
         return EXIT_INTERNAL
+
+
+def _fail(err: ExplorerError, code: int, as_json: bool) -> int:
+    """Report ``err`` as one line on stderr (and, with ``--json``, as the error document) and
+    return ``code``."""
+    message = " ".join(str(err).split())  # one line, whatever the message holds
+    print(f"onnx-explorer: error: {message}", file=sys.stderr)
+    if as_json:
+        print(json.dumps({"error": _error_dict(err, code)}))
+    return code
+
+
+_ERROR_FIELDS = ("path", "runtime", "op_type", "domain", "opset", "pass_name", "binding", "onnx_nodes", "fix")
+"""Attributes of typed errors the ``--json`` error document carries when they are set."""
+
+
+def _error_dict(err: ExplorerError, code: int) -> dict[str, Any]:
+    """``{"type", "message", "exit_code", ...}``: the ``"error"`` of a ``--json`` document."""
+    data: dict[str, Any] = {
+        "type": type(err).__name__,
+        "message": " ".join(str(err).split()),
+        "exit_code": code,
+    }
+    for name in _ERROR_FIELDS:
+        value = getattr(err, name, None)
+        if value not in (None, "", ()):
+            data[name] = list(value) if isinstance(value, tuple) else value
+    return data
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,4 +1,6 @@
-"""Writing files safely: outputs are written to a temp file beside the target and renamed into place.
+"""Writing files safely: outputs are written to a temp file beside the target and renamed into place,
+and :func:`check_output_path` refuses an output that would replace the input or cannot be written,
+before any long work runs.
 
 Examples
 --------
@@ -19,7 +21,9 @@ from pathlib import Path
 
 import onnx
 
-__all__ = ["write_bytes_atomic", "write_text_atomic", "save_model_atomic"]
+from .errors import OutputPathError
+
+__all__ = ["write_bytes_atomic", "write_text_atomic", "save_model_atomic", "check_output_path"]
 
 
 def write_bytes_atomic(data: bytes, path: str | os.PathLike[str], *, fsync: bool = True) -> Path:
@@ -78,3 +82,85 @@ def save_model_atomic(model: onnx.ModelProto, path: str | os.PathLike[str]) -> P
     if model.ByteSize() >= PROTOBUF_LIMIT:
         raise ValueError(f"{path}: the model is over 2 GiB; save it with external data (onnx.save_model)")
     return write_bytes_atomic(model.SerializeToString(), path)
+
+
+def check_output_path(
+    output: str | os.PathLike[str],
+    inputs: str | os.PathLike[str] | tuple[str | os.PathLike[str], ...] = (),
+    *,
+    force: bool = False,
+) -> Path:
+    """Check that ``output`` can be written, before the work that produces it runs.
+
+    Refused: an output that is one of ``inputs`` (the same path, or the same file through a
+    hard or symbolic link: same device and inode) unless ``force``; an existing folder; a
+    folder that does not exist or cannot be written in (tried by creating and removing a
+    temp file there, so read-only file systems and permissions count as they will).
+    Sources that are not files (``zoo:NAME``) are not compared.
+
+    Parameters
+    ----------
+    output : path
+        Where the result will be written.
+    inputs : path or tuple of paths
+        The input model files.
+    force : bool
+        Allow replacing an input (the write stays atomic: the input is read first).
+
+    Returns
+    -------
+    Path
+        ``output``.
+
+    Raises
+    ------
+    OutputPathError
+        Naming the path and what is wrong; nothing was written.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from explorer import zoo
+    >>> tmp = tempfile.mkdtemp()
+    >>> model = save_model_atomic(zoo.build("mlp"), os.path.join(tmp, "mlp.onnx"))
+    >>> check_output_path(os.path.join(tmp, "out.onnx"), str(model)).name
+    'out.onnx'
+    >>> try:
+    ...     check_output_path(model, str(model))
+    ... except OutputPathError as err:
+    ...     print("refused:", "is the input model" in str(err))
+    refused: True
+    >>> check_output_path(model, str(model), force=True) == model
+    True
+    """
+    target = Path(output)
+    sources = (inputs,) if isinstance(inputs, (str, os.PathLike)) else tuple(inputs)
+    folder = target.parent
+    try:
+        if target.is_dir():
+            raise OutputPathError(f"{target}: the output is a folder; give a file name")
+        if not folder.is_dir():
+            what = "is not a folder" if folder.exists() else "does not exist"
+            raise OutputPathError(f"{target}: cannot write the output: the folder {folder} {what}")
+        exists = target.exists()
+    except OSError as err:  # a folder on the way this user may not enter
+        raise OutputPathError(f"{target}: cannot write the output: {err.strerror or err}") from None
+    if exists and not force:
+        for source in sources:
+            with contextlib.suppress(OSError):  # not a file (zoo:NAME, missing): nothing to protect
+                if os.path.samefile(target, source):
+                    link = "" if os.path.abspath(target) == os.path.abspath(source) else " (through a link)"
+                    raise OutputPathError(
+                        f"{target}: the output is the input model {source}{link}; writing it would replace "
+                        "the input: choose another output path, or pass --force to replace it"
+                    )
+    try:
+        handle, probe = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".check", dir=folder)
+    except OSError as err:
+        raise OutputPathError(
+            f"{target}: cannot write in the folder {folder}: {err.strerror or err}"
+        ) from None
+    os.close(handle)
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
+    return target

@@ -30,6 +30,7 @@ __all__ = [
     "has_schema",
     "declared_types",
     "constant_tensor",
+    "string_inputs",
 ]
 
 
@@ -151,3 +152,22 @@ _CONSTANT_MAKERS: dict[str, Any] = {
     "value_string": lambda n, a: onnx.helper.make_tensor(n, TensorProto.STRING, [], [a.s]),
     "value_strings": lambda n, a: onnx.helper.make_tensor(n, TensorProto.STRING, [len(a.strings)], a.strings),
 }
+
+
+def string_inputs(model: onnx.ModelProto) -> list[str]:
+    """The names of a model's graph inputs that are string tensors (not weights).
+
+    Examples
+    --------
+    >>> from onnx import helper
+    >>> s = helper.make_tensor_value_info("s", TensorProto.STRING, [1])
+    >>> x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])
+    >>> string_inputs(helper.make_model(helper.make_graph([], "g", [s, x], [s, x])))
+    ['s']
+    """
+    weights = {t.name for t in model.graph.initializer}
+    return [
+        v.name
+        for v in model.graph.input
+        if v.name not in weights and v.type.tensor_type.elem_type == TensorProto.STRING
+    ]

@@ -318,6 +318,7 @@ def _child_main(conn: Connection, log_path: str, memory_mb: int | None, parent_p
     multiprocessing.current_process().daemon = False  # let steps start their own worker pools
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when a step is cancelled
     _redirect_stderr(log_path)
+    _redirect_stdout()
     faulthandler.enable(all_threads=False)  # the crashing thread only: keeps the dump short
     _watch_parent(parent_pid)  # before the cap: a thread needs address space for its stack
     capped = _apply_memory_cap(memory_mb)
@@ -339,6 +340,16 @@ def _redirect_stderr(log_path: str) -> None:
     sys.stderr.flush()
     os.dup2(fd, 2)
     os.close(fd)
+
+
+def _redirect_stdout() -> None:
+    """Send fd 1 to the log as well (after :func:`_redirect_stderr`): what a native library or an
+    importer prints (TVM's ``print("Error converting operator ...")``) never reaches the parent's
+    stdout, which may be one ``--json`` document."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        sys.stdout.flush()
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
 
 
 def _apply_memory_cap(memory_mb: int | None) -> bool:

@@ -188,6 +188,25 @@ def prepare_pipeline(
     return items
 
 
+def _refuse_string_inputs(graph: ModelGraph, target: str) -> None:
+    """A string input cannot be fed to an NPU, generated for calibration or quantised: say which."""
+    from onnx import TensorProto
+
+    from ..errors import UsageError
+    from ..onnx_protos import string_inputs
+    from ..tensors import dtype_name
+
+    strings = string_inputs(graph.model)
+    if strings:
+        names = ", ".join(repr(n) for n in strings)
+        raise UsageError(
+            f"{graph.source}: input {names} is a {dtype_name(TensorProto.STRING)} tensor; {target} cannot "
+            "take string tensors (NPUs and the QDQ quantiser take numeric tensors only, and calibration "
+            "cannot generate text): prepare the numeric part of the model, with the string processing "
+            "left on the CPU"
+        )
+
+
 def prepare_for_target(
     source: Any,
     target: str = "qnn-htp",
@@ -244,6 +263,7 @@ def prepare_for_target(
     if graph.model is None:
         raise ValueError("prepare_for_target needs a top-level ONNX graph (one with a ModelProto)")
     chosen = get_target(target)
+    _refuse_string_inputs(graph, target)
     shapes = concrete_input_shapes(graph.model, input_shapes)
     pipeline = prepare_pipeline(
         target,
@@ -256,7 +276,8 @@ def prepare_for_target(
     )
     check = OutputCheck(seed=seed, input_shapes=shapes)
     timeline = run_pipeline(graph, pipeline, input_shapes=shapes, verify=check, progress=progress)
-    scale = max((float(abs(r).max()) for r in check.reference or () if r.size), default=0.0)
+    numeric = (r for r in check.reference or () if r.size and r.dtype.kind in "biuf")  # not strings
+    scale = max((float(abs(r).max()) for r in numeric), default=0.0)
     steps, snapshots = [], []
     for snapshot in timeline.snapshots:
         p = partition(snapshot.graph, chosen)

@@ -203,3 +203,64 @@ def test_lower_names_the_failing_ops_exits_3_and_simplify_fixes_it(
     assert main(["lower", "zoo:control_flow", "--fix"]) == 0
     out = capsys.readouterr().out
     assert "fixed before the import: unroll the loops" in out and "FuseTIR" in out
+
+
+def test_passes_with_a_failed_step_writes_no_output(tmp_path: Path) -> None:
+    from tests.explorer.in_process import run_cli as run_here
+    from tests.explorer.test_cli_matrix import unknown_op_model
+
+    path, out = tmp_path / "acme.onnx", tmp_path / "out.onnx"
+    onnx.save(unknown_op_model(), path)
+    done = run_here("passes", str(path), "--pipeline", "ort:basic", "--no-verify", "--json", "-o", str(out))
+    assert (
+        done.returncode == 2
+        and not out.exists()
+        and sorted(p.name for p in tmp_path.iterdir()) == ["acme.onnx"]
+    )
+    error = json.loads(done.stdout)["error"]
+    assert "step 1 (ort:basic) failed" in error["message"] and f"{out} was not written" in error["message"]
+
+
+def test_prepare_a_model_with_a_string_output(tmp_path: Path) -> None:
+    from onnx import TensorProto, helper
+
+    from tests.explorer.in_process import run_cli as run_here
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    label = helper.make_tensor_value_info("label", TensorProto.STRING, [1])
+    nodes = [
+        helper.make_node("Relu", ["x"], ["y"]),
+        helper.make_node(
+            "Constant", [], ["label"], value=helper.make_tensor("c", TensorProto.STRING, [1], [b"cat"])
+        ),
+    ]
+    model = helper.make_model(
+        helper.make_graph(nodes, "labelled", [x], [y, label]), opset_imports=[helper.make_opsetid("", 17)]
+    )
+    model.ir_version = 8
+    path = tmp_path / "labelled.onnx"
+    onnx.save(model, path)
+    done = run_here("prepare", str(path), "--samples", "1", "--json")  # the accuracy check skips the strings
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["steps"][-1]["pass"] == "ort-quant:qnn_qdq"
+
+
+@pytest.mark.parametrize(
+    ("words", "code", "error"),
+    [
+        (["info", "missing.onnx", "--json"], 2, "ModelNotFoundError"),
+        (["coverage", "zoo:mlp", "--target", "nope", "--json"], 2, "ExplorerError"),
+        (["info", "zoo:mlp", "--json", "--input-shape", "input=1,a"], 2, "UsageError"),
+        (["lower", "zoo:custom_domain", "--json"], 3, "RelaxImportFailed"),
+    ],
+)
+def test_json_failures_print_one_error_document(words: list[str], code: int, error: str) -> None:
+    from tests.explorer.test_cli_matrix import run
+
+    done = run(*words)
+    assert done.returncode == code
+    document = json.loads(done.stdout)
+    assert document["error"]["type"] == error and document["error"]["exit_code"] == code
+    last = done.stderr.strip().splitlines()[-1]  # argparse names the sub-command: "onnx-explorer info: error"
+    assert last.startswith("onnx-explorer") and ": error: " in last

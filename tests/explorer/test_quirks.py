@@ -183,7 +183,10 @@ def test_weights_as_inputs_are_not_inputs_for_shapes_or_feeds() -> None:
     assert list(_fixed_shapes(model, None)[0]) == ["input.1"]
     graph = load(model)
     assert [n for n in graph.nx if n.startswith("input:")] == ["input:input.1"]
-    with pytest.raises(ModelLoadError, match=r"'conv1\.weight', which is a weight .* inputs are: input\.1$"):
+    with pytest.raises(
+        ModelLoadError,
+        match=r"'conv1\.weight', which is a weight .* inputs are: input\.1 float32 \[batch, 3, 8, 8\]$",
+    ):
         load(model, input_shapes={"conv1.weight": [4, 3, 3, 3]})
 
 
