@@ -46,3 +46,13 @@ def tiny_path(tmp_path: Path) -> Path:
     path = tmp_path / "tiny.onnx"
     onnx.save(tiny_model(), path)
     return path
+
+
+@pytest.fixture(scope="session")
+def torch_exports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """:mod:`explorer.torch_zoo`'s models, small, exported once per session (skipped without torch)."""
+    pytest.importorskip("torch")
+    from explorer import torch_zoo
+
+    folder = tmp_path_factory.mktemp("torch-exports")
+    return {name: torch_zoo.export(name, folder) for name in torch_zoo.NAMES}

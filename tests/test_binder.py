@@ -256,16 +256,17 @@ def binder_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BinderEnv]:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _build(work: Path) -> BinderEnv:
-    """Python's venv, then ``pip install -r`` the lock, then postBuild in the repository's root."""
-    venv, tmp, log = work / "venv", work / "tmp", work / "build.log"
-    tmp.mkdir()
-    base_python = getattr(sys, "_base_executable", sys.executable)
-    _run([base_python, "-m", "venv", str(venv)], log)
-    requirements = work / "requirements.txt"  # the lock less the unreachable CPU index (see above)
+def lock_requirements(folder: Path) -> Path:
+    """The lock less the unreachable CPU index (see above), as ``folder/requirements.txt``."""
+    requirements = folder / "requirements.txt"
     requirements.write_text(
         "".join(line + "\n" for line in LOCK.read_text().splitlines() if TORCH_INDEX not in line)
     )
+    return requirements
+
+
+def venv_environment(venv: Path, tmp: Path) -> dict[str, str]:
+    """This process's environment with ``venv`` activated, ``tmp`` as TMPDIR and pip quiet."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
     env.update(
         PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}",
@@ -274,6 +275,17 @@ def _build(work: Path) -> BinderEnv:
         PIP_NO_INPUT="1",
         PIP_PROGRESS_BAR="off",
     )
+    return env
+
+
+def _build(work: Path) -> BinderEnv:
+    """Python's venv, then ``pip install -r`` the lock, then postBuild in the repository's root."""
+    venv, tmp, log = work / "venv", work / "tmp", work / "build.log"
+    tmp.mkdir()
+    base_python = getattr(sys, "_base_executable", sys.executable)
+    _run([base_python, "-m", "venv", str(venv)], log)
+    requirements = lock_requirements(work)
+    env = venv_environment(venv, tmp)
     python = venv / "bin" / "python"
     start = time.perf_counter()
     wheelhouse = _wheelhouse(requirements, python, log, env)

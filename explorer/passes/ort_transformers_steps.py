@@ -6,7 +6,9 @@ produce ONNX Runtime contrib ops of the ``com.microsoft`` domain: Attention,
 MultiHeadAttention, SkipLayerNormalization, EmbedLayerNormalization, BiasGelu,
 FastGelu, ... The step runs it on the model at a path, writes the result to
 ``out_path`` and logs what the optimizer logged (its ``Fused ...: N`` lines and
-warnings) with the fused-op counts.
+warnings) with the fused-op counts, and says in words when attention was not fused or a
+fusion changed the numerics (BiasGelu from a tanh-approximate Gelu). ONNX Runtime's own level
+is run here (its ``optimize_by_onnxruntime`` imports torch), so the step needs no PyTorch.
 
 Examples
 --------
@@ -24,6 +26,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -99,6 +103,48 @@ def _complete_opset_imports(model: Any) -> list[str]:
     return [f"added the missing opset import {domain} v1" for domain in missing]
 
 
+_ATTENTION_OPS = ("Attention", "MultiHeadAttention", "GroupQueryAttention", "PackedAttention")
+
+
+def _unfused_attention(source: Any, model: Any, model_type: str) -> list[str]:
+    """Say so in words when the input has attention (Softmax) and the optimizer fused none of it."""
+    softmax = sum(n.op_type == "Softmax" for n in model.graph.node)
+    fused = sum(n.op_type in _ATTENTION_OPS for n in model.graph.node)
+    if not softmax or fused:
+        return []
+    ops = {n.op_type for n in source.graph.node}
+    why = (
+        "the dynamo exporter's scaled_dot_product_attention, with IsNaN and Where around the mask, "
+        "is not one of its patterns"
+        if {"IsNaN", "Where"} <= ops
+        else "its attention patterns did not match this graph"
+    )
+    return [
+        f"attention not fused: {softmax} Softmax left; ONNX Runtime's {model_type!r} fusion found no "
+        f"attention to fuse ({why}); the other fusions ran"
+    ]
+
+
+def _tanh_gelu_made_exact(source: Any, model: Any) -> list[str]:
+    """Say so when the fusion turned ``Gelu(approximate="tanh")`` into BiasGelu, the exact (erf) GELU.
+
+    ONNX Runtime 1.32's BiasGelu fusion matches any opset-20 Gelu and ignores its ``approximate``
+    attribute (GPT-2's ``gelu_new`` exported by the dynamo exporter), so the outputs change.
+    """
+    tanh = sum(
+        n.op_type == "Gelu" and any(a.name == "approximate" and a.s == b"tanh" for a in n.attribute)
+        for n in source.graph.node
+    )
+    bias_gelu = sum(n.op_type == "BiasGelu" for n in model.graph.node)
+    if not (tanh and bias_gelu):
+        return []
+    return [
+        f"warning: {bias_gelu} BiasGelu fused from Gelu(approximate='tanh') ({tanh} in the input): BiasGelu "
+        "computes the exact (erf) GELU, so the outputs differ from the model's; "
+        "gelu_approximation=True fuses FastGelu (tanh) instead"
+    ]
+
+
 def _without_cpu_kernel(model: Any) -> list[str]:
     """Contrib ops of the result that this ONNX Runtime cannot run on the CPU."""
     from onnxruntime.capi import _pybind_state
@@ -117,6 +163,45 @@ def _without_cpu_kernel(model: Any) -> list[str]:
         return []
     ops = ", ".join(f"{op} {n}" for op, n in sorted(missing.items()))
     return [f"no CPU kernel in this ONNX Runtime for: {ops}; the model runs only on a GPU build"]
+
+
+_LEVELS = {1: "ORT_ENABLE_BASIC", 2: "ORT_ENABLE_EXTENDED", 99: "ORT_ENABLE_ALL"}
+"""The ``opt_level`` values ``optimize_model`` accepts (besides 0, none) and ONNX Runtime's names for them."""
+
+_FUSION_BLOCKERS = (
+    *("MatMulScaleFusion", "MatMulAddFusion", "MatmulTransposeFusion", "GemmActivationFusion"),
+    "BiasSoftmaxFusion",
+)
+"""The ONNX Runtime optimizers ``optimize_model`` turns off above level 1 (they break its fusions)."""
+
+
+def _onnxruntime_level(path: str, level: int, folder: str) -> str:
+    """ONNX Runtime's own graph optimisations at ``level`` on the CPU, written to a file in ``folder``.
+
+    What ``optimize_model`` runs before its Python fusions (its ``optimize_by_onnxruntime``), done
+    here because that function imports ``torch`` (to ask ``torch.version.hip``, which matters only
+    for GPU providers): on an install without PyTorch it fails with ``No module named 'torch'``.
+    The same session options, the same disabled optimizers, CPU only.
+    """
+    import onnxruntime
+    from onnxruntime.transformers.onnx_utils import has_external_data
+
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = getattr(onnxruntime.GraphOptimizationLevel, _LEVELS[level])
+    out = os.path.join(folder, f"model_o{level}_cpu.onnx")
+    options.optimized_model_filepath = out
+    if has_external_data(onnx.load(path, load_external_data=False)):
+        options.add_session_config_entry(
+            "session.optimized_model_external_initializers_file_name", os.path.basename(out) + ".data"
+        )
+        options.add_session_config_entry(
+            "session.optimized_model_external_initializers_min_size_in_bytes", "1024"
+        )
+    disabled = ["ConstantSharing", *(_FUSION_BLOCKERS if level > 1 else ())]
+    onnxruntime.InferenceSession(
+        path, options, providers=["CPUExecutionProvider"], disabled_optimizers=disabled
+    )
+    return out
 
 
 def ort_transformers_step(
@@ -179,19 +264,22 @@ def ort_transformers_step(
     switched_off = [name for name in GPU_ONLY_FUSIONS if getattr(options, name, False) and not gpu_fusions]
     for name in switched_off:
         setattr(options, name, False)
+    level = MODEL_TYPES[model_type][2] if opt_level is None else int(opt_level)
+    if level not in (0, *_LEVELS):
+        raise ValueError(f"opt_level must be 0, 1, 2 or 99, not {opt_level!r}")
     log = [
         f"onnxruntime {onnxruntime.__version__} transformers optimizer: model_type={model_type}, "
-        f"num_heads={num_heads or 'detect'}, hidden_size={hidden_size or 'detect'}, "
-        f"opt_level={MODEL_TYPES[model_type][2] if opt_level is None else opt_level}"
+        f"num_heads={num_heads or 'detect'}, hidden_size={hidden_size or 'detect'}, opt_level={level}"
     ]
-    with _collected() as collected:
-        optimizer = optimize_model(
-            path,
+    with _collected() as collected, tempfile.TemporaryDirectory(prefix="onnx-explorer-ort-") as folder:
+        source = _onnxruntime_level(path, level, folder) if level else path
+        optimizer = optimize_model(  # its ONNX Runtime level is done above (level 0: none here)
+            source,
             model_type=model_type,
             num_heads=int(num_heads),
             hidden_size=int(hidden_size),
             optimization_options=options,
-            opt_level=opt_level,
+            opt_level=0,
             use_gpu=False,
         )
     if switched_off:
@@ -200,6 +288,9 @@ def ort_transformers_step(
     if hasattr(optimizer, "get_fused_operator_statistics"):
         counts = {op: n for op, n in optimizer.get_fused_operator_statistics().items() if n}
         log.append("fused operators: " + (", ".join(f"{op} {n}" for op, n in counts.items()) or "none"))
+    original = onnx.load(path, load_external_data=False)
+    log += _unfused_attention(original, optimizer.model, model_type)
+    log += _tanh_gelu_made_exact(original, optimizer.model)
     log += _complete_opset_imports(optimizer.model)
     log += _without_cpu_kernel(optimizer.model)
     save_model(optimizer.model, out_path)
