@@ -29,7 +29,8 @@ Ratios are against ``onnx.load`` of the same file, measured in the same run.
 
 The real-size set (``--real``): today's PyTorch exporter's models at their real sizes
 (:func:`explorer.torch_zoo.export` with ``size="full"``: a BERT-base encoder, a GPT-2-small
-decoder, ConvNeXt-T, EfficientNet-B0; exported once into ``WORKDIR/real``; skipped, with a
+decoder, ConvNeXt-T, EfficientNet-B0; exported once into real_exports_benchmark.py's cache,
+``$ONNX_EXPLORER_CACHE/real-exports``; skipped, with a
 message, where torch is not installed). For each, in a fresh process whose worker is started
 and warm (as in a notebook that opened a model before), the peak memory (PSS, sampled every
 5 ms) of this process (the kernel) and of its worker, each and summed, while it:
@@ -233,11 +234,14 @@ def child_memory(kind: str, path: str) -> dict[str, Any]:
     }
 
 
-def build_real(name: str, workdir: Path) -> Path:
-    """Export (once) the real-size ``name`` of :mod:`explorer.torch_zoo` into ``workdir/real``."""
+def build_real(name: str) -> Path:
+    """Export (once) the real-size ``name`` of :mod:`explorer.torch_zoo`, in the folder
+    real_exports_benchmark.py keeps them in (one copy of each export)."""
+    from real_exports_benchmark import export_folder  # this script's own folder is on sys.path
+
     from explorer import torch_zoo
 
-    folder = workdir / "real"
+    folder = export_folder()
     path = folder / f"{name}-full.onnx"
     if not path.exists():
         folder.mkdir(parents=True, exist_ok=True)
@@ -245,7 +249,7 @@ def build_real(name: str, workdir: Path) -> Path:
     return path
 
 
-def real_size_set(names: list[str], workdir: Path) -> dict[str, dict[str, Any]]:
+def real_size_set(names: list[str]) -> dict[str, dict[str, Any]]:
     """Measure :data:`MEMORY_PHASES` on each real-size model; print a line per phase."""
     import importlib.util
 
@@ -255,7 +259,7 @@ def real_size_set(names: list[str], workdir: Path) -> dict[str, dict[str, Any]]:
     results: dict[str, dict[str, Any]] = {}
     for name in names:
         print(f"== {name} (real size): exporting the model (once)", flush=True)
-        path = build_real(name, workdir)
+        path = build_real(name)
         size = path.stat().st_size
         row: dict[str, Any] = {"path": str(path), "bytes": size}
         for phase in MEMORY_PHASES:
@@ -370,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
     phases = ("onnx.load (structure)", "onnx.load", "explorer.load", "file -> figure")
     results: dict[str, dict[str, Any]] = {}
     synthetic = [m for m in args.models.split(",") if m and m != "none"]
-    real = real_size_set([m for m in args.real.split(",") if m and m != "none"], args.workdir)
+    real = real_size_set([m for m in args.real.split(",") if m and m != "none"])
     for name in synthetic:
         print(f"== {name}: writing the model (once)", flush=True)
         path = build_model(name, args.workdir)

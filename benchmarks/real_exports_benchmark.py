@@ -42,7 +42,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["main"]
+__all__ = ["main", "export_folder"]
 
 ROOT = Path(__file__).resolve().parents[1]
 PIPELINES = {
@@ -59,7 +59,14 @@ def _progress(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
-def _workdir(given: str | None) -> Path:
+def export_folder(given: str | None = None) -> Path:
+    """Where the full-size exports are cached (``$ONNX_EXPLORER_CACHE/real-exports``), or ``given``.
+
+    Examples
+    --------
+    >>> export_folder("/tmp/x")
+    PosixPath('/tmp/x')
+    """
     if given:
         return Path(given)
     cache = os.environ.get("ONNX_EXPLORER_CACHE") or Path.home() / ".cache" / "onnx-graph-explorer"
@@ -179,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--commands", default=",".join(COMMANDS))
     parser.add_argument("--json", help="also write the figures here")
     args = parser.parse_args(argv)
-    folder = _workdir(args.workdir)
+    folder = export_folder(args.workdir)
     names = [n for n in args.models.split(",") if n]
     commands = [c for c in args.commands.split(",") if c]
     rows = []

@@ -667,9 +667,9 @@ def _bench(args: argparse.Namespace) -> int:
     except RelaxImportFailed as err:  # as `lower` reports it
         if args.json:
             print(json.dumps({"source": args.model, "error": _error_dict(err, EXIT_NOT_IMPORTED)}))
-        print(str(err), file=sys.stderr)
+        print(f"onnx-explorer: error: {' '.join(str(err).split())}", file=sys.stderr)
         if err.result.fix and not args.fix:
-            print(f"fix: {err.result.fix} (onnx-explorer bench MODEL --fix)", file=sys.stderr)
+            print("to apply the fix: onnx-explorer bench MODEL --fix", file=sys.stderr)
         return EXIT_NOT_IMPORTED
     except ConnectionError as err:  # the RPC tracker or servers
         raise ExplorerError(str(err)) from None

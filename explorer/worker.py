@@ -742,7 +742,7 @@ class Worker:
         --------
         >>> import threading, time
         >>> from explorer.errors import WorkerCancelled
-        >>> w = Worker()
+        >>> w = Worker().start()  # started first: the timer stops the call, not the start
         >>> threading.Timer(0.5, w.cancel).start()
         >>> try:
         ...     w.call(time.sleep, 30)

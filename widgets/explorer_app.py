@@ -390,25 +390,29 @@ class Explorer(w.VBox):
         return stepper
 
     def _build_lowering(self) -> Any:
+        from explorer.errors import LoweringError
         from explorer.lower import RelaxImportFailed, relax_pipeline
+        from explorer.lower.import_fix import lower_with_fixes
 
         from .timeline_stepper import TimelineStepper
 
-        shapes = self.concrete_shapes()
-        graph = self.graph
-        try:
-            timeline = relax_pipeline(graph, shapes, self.lowering, progress=self._progress)
-            self.lowered_note = ""
-        except RelaxImportFailed as failed:
-            fixed = failed.result.fixed()
-            if not fixed.ok:
+        why: list[str] = []  # the failure each fix answered
+
+        def lower(graph: Any, shapes: Any) -> Any:
+            try:
+                return relax_pipeline(graph, shapes, self.lowering, progress=self._progress)
+            except (RelaxImportFailed, LoweringError) as failed:
+                why.append(str(failed))
                 raise
+
+        timeline, fixes = lower_with_fixes(self.graph, self.concrete_shapes(), lower, fix=True)
+        self.lowered_note = ""
+        if fixes:  # the same fix path as `onnx-explorer lower --fix`
             self.lowered_note = (
                 f"<div class='oge-explorer-lowered-note'><b>The importer needed the model rewritten "
-                f"first</b> ({html.escape(', '.join(fixed.applied))}); the lowering below starts from "
-                f"that model. Why: {html.escape(str(failed))}</div>"
+                f"first</b> ({html.escape(', '.join(fixes))}); the lowering below starts from "
+                f"that model. Why: {html.escape(why[0] if why else '')}</div>"
             )
-            timeline = relax_pipeline(fixed.source, shapes, self.lowering, progress=self._progress)
         stepper = TimelineStepper(timeline, height=self.height)
         self._place("Lowering", *([w.HTML(self.lowered_note)] if self.lowered_note else []), stepper)
         return stepper

@@ -93,7 +93,7 @@ class RelaxImportFailed(ExplorerError):
 
     def __init__(self, result: RelaxImport) -> None:
         lines = "; ".join(f"{f.node or '?'} [{f.op_type}]: {f.reason}" for f in result.failures[:5])
-        fix = f" ({result.fix}: RelaxImport.retry())" if result.fix else ""
+        fix = f"; fix: {result.fix}" if result.fix else "; no fix is known"
         super().__init__(f"{result.source.source}: the model does not import into TVM Relax: {lines}{fix}")
         self.result = result
 
