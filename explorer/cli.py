@@ -502,13 +502,8 @@ def _with_flags(err: LoweringError, command: str, args: argparse.Namespace) -> L
 
     if err.fix != FIX or args.fix or args.simplify:
         return err
-    return LoweringError(
-        err.reason,
-        pass_name=err.pass_name,
-        binding=err.binding,
-        onnx_nodes=err.onnx_nodes,
-        fix=f"{err.fix} (onnx-explorer {command} MODEL --input-shape ... --simplify, or --fix)",
-        path=err.path,
+    return err.replace(
+        fix=f"{err.fix} (onnx-explorer {command} MODEL --input-shape ... --simplify, or --fix)"
     )
 
 

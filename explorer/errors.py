@@ -17,6 +17,7 @@ True
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "ExplorerError",
@@ -251,6 +252,28 @@ class LoweringError(ExplorerError):
         tail = f"; fix: {fix}" if fix else ""
         super().__init__(f"{head}TVM pass {pass_name} failed{where}: {message}{tail}")
 
+    def replace(self, **changes: Any) -> LoweringError:
+        """The same error with some of its fields changed (``path``, ``fix``, ...).
+
+        Examples
+        --------
+        >>> err = LoweringError("shape unknown", pass_name="FoldConstant", binding="lv3")
+        >>> moved = err.replace(path="m.onnx")
+        >>> moved.binding, str(moved).startswith("m.onnx: ")
+        ('lv3', True)
+        """
+        message = changes.pop("message", self.reason)
+        return LoweringError(message, **{**self._fields(), **changes})
+
+    def _fields(self) -> dict[str, Any]:
+        return {
+            "pass_name": self.pass_name,
+            "binding": self.binding,
+            "onnx_nodes": self.onnx_nodes,
+            "fix": self.fix,
+            "path": self.path,
+        }
+
     def __reduce__(self) -> tuple:
         """Pickle with every attribute (the worker raises it; the parent rebuilds it typed).
 
@@ -262,19 +285,12 @@ class LoweringError(ExplorerError):
         >>> again.pass_name, again.binding, str(again) == str(err)
         ('FoldConstant', 'lv3', True)
         """
-        options = {
-            "pass_name": self.pass_name,
-            "binding": self.binding,
-            "onnx_nodes": self.onnx_nodes,
-            "fix": self.fix,
-            "path": self.path,
-        }
-        return _rebuild_lowering_error, (self.reason, options)
+        return _rebuild_lowering_error, (self.reason, self._fields())
 
 
-def _rebuild_lowering_error(message: str, options: dict) -> LoweringError:
+def _rebuild_lowering_error(message: str, fields: dict[str, Any]) -> LoweringError:
     """A :class:`LoweringError` from what its ``__reduce__`` keeps."""
-    return LoweringError(message, **options)
+    return LoweringError(message, **fields)
 
 
 class WorkerError(ExplorerError):

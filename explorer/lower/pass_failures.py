@@ -45,14 +45,7 @@ def located(err: LoweringError, path: str | None) -> LoweringError:
     >>> located(LoweringError("x", pass_name="FuseOps", binding="lv"), "m.onnx").binding
     'lv'
     """
-    return LoweringError(
-        err.reason,
-        pass_name=err.pass_name,
-        binding=err.binding,
-        onnx_nodes=err.onnx_nodes,
-        fix=err.fix,
-        path=path if path is not None else err.path,
-    )
+    return err.replace(path=path) if path is not None else err
 
 
 class PassWatch:
