@@ -12,29 +12,23 @@ True
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from .errors import ExplorerError, ModelLoadError
-from .load import load
+from explorer.core.errors import ExplorerError, ModelLoadError
+from explorer.core.lazy_exports import lazy_exports
+from explorer.onnx_adapter.load import load
 
 if TYPE_CHECKING:
-    from .graph import ModelGraph
-    from .summary import ModelSummary
+    from explorer.core.graph import ModelGraph
+    from explorer.core.summary import ModelSummary
 
 __all__ = ["load", "ModelGraph", "ModelSummary", "ExplorerError", "ModelLoadError", "__version__"]
 
 __version__ = "0.1.0"
 
 #: Names imported on first use: the graph model imports networkx, which a worker process that
-#: only infers shapes or runs a pass never needs (``import explorer.worker`` stays light).
-_LAZY = {"ModelGraph": ".graph", "ModelSummary": ".summary"}
+#: only infers shapes or runs a pass never needs (``import explorer.isolation.worker`` stays light).
+_LAZY = {"ModelGraph": "explorer.core.graph", "ModelSummary": "explorer.core.summary"}
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+lazy_exports(__name__, _LAZY)

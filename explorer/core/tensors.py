@@ -7,7 +7,7 @@ Examples
 --------
 >>> import numpy as np
 >>> from onnx import numpy_helper
->>> from explorer.tensors import tensor_info
+>>> from explorer.core.tensors import tensor_info
 >>> info = tensor_info(numpy_helper.from_array(np.ones((2, 3), np.float32), "w"))
 >>> info.shape, info.dtype, info.nbytes, info.numel
 ((2, 3), 'float32', 24, 6)
@@ -383,7 +383,7 @@ def tensor_info(
         Compute min/max/mean/std of floating-point data in memory (costs a pass over it).
     external_available : bool
         The tensor's external file was checked and can be read on demand
-        (:func:`explorer.weights.tensor_array`): then it counts as ``loaded``.
+        (:func:`explorer.onnx_adapter.weights.tensor_array`): then it counts as ``loaded``.
 
     Returns
     -------

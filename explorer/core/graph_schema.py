@@ -1,9 +1,10 @@
 """The graph model's node and edge data, declared once for every IR.
 
-Every node of a :class:`~explorer.graph.ModelGraph` (its networkx node data) is made by
-:func:`node_data` and every edge by :func:`edge_data`; the ONNX adapter
-(:func:`explorer.graph.build_graph`) fills them today, and any later IR (Relax, MLIR)
-fills the same keys, so the layout, figures, diff and widgets read one schema.
+Every node of a :class:`~explorer.core.graph.ModelGraph` (its networkx node data) is made by
+:func:`node_data` and every edge by :func:`edge_data`; each IR's adapter fills
+them (ONNX: :func:`explorer.onnx_adapter.graph_builder.build_graph`;
+Relax: :func:`explorer.lower.relax_adapter.relax_graph`) with the same keys,
+so the layout, figures, diff and widgets read one schema.
 
 Node keys (:data:`NODE_KEYS`):
 

@@ -18,7 +18,8 @@ nodes became a constant input of the node (shape chains folded by onnxsim).
 
 Examples
 --------
->>> from explorer import load, zoo
+>>> from explorer import load
+>>> from explorer import zoo
 >>> from explorer.passes import get_pass
 >>> before = load("zoo:resnet18")
 >>> after = load(get_pass("fuse_bn_into_conv").run(before.model).model)
@@ -37,11 +38,9 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .graph import ModelGraph
-from .graph_memo import PerGraph
-from .onnx_protos import constant_tensor, iter_graphs
-from .op_deltas import op_deltas
-from .weights import tensor_digest
+from explorer.core.graph import ModelGraph
+from explorer.core.graph_memo import PerGraph
+from explorer.core.op_deltas import op_deltas
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -302,21 +301,9 @@ def weight_digests(graph: ModelGraph) -> dict[str, str]:
     return _WEIGHT_DIGESTS(graph)
 
 
-def _compute_weight_digests(graph: ModelGraph) -> dict[str, str]:
-    digests: dict[str, str] = {}
-    model = graph.model
-    if model is not None:
-        for proto, _ in iter_graphs(model.graph):
-            tensors = list(proto.initializer)
-            tensors += [
-                t for n in proto.node if n.op_type == "Constant" and (t := constant_tensor(n)) is not None
-            ]
-            for tensor in tensors:
-                digests.setdefault(tensor.name, tensor_digest(tensor, graph.weights_dir))
-    return digests
-
-
-_WEIGHT_DIGESTS: PerGraph[dict[str, str]] = PerGraph("weight digests", _compute_weight_digests)
+_WEIGHT_DIGESTS: PerGraph[dict[str, str]] = PerGraph(
+    "weight digests", lambda graph: graph.adapter.weight_digests(graph)
+)
 
 
 @dataclass
@@ -354,7 +341,7 @@ def _build_side(graph: ModelGraph) -> _Side:
     producer_of: dict[str, str] = {}
     named: set[str] = set()
     groups: dict[str, tuple[str, ...]] = {}
-    functions_are_scopes = graph.ir != "onnx"  # an ONNX scope is read from the name (renames cover it)
+    functions_are_scopes = not graph.adapter.scopes_from_names  # a name scope: renames cover it
     for node, data in nx_graph.nodes(data=True):
         if data["kind"] != "op":
             continue
@@ -599,7 +586,7 @@ def _absorbed(a: _Side, b: _Side, matcher: _Matcher, candidate: str, members: se
 
 
 def _param_count(graph: ModelGraph) -> int:
-    return graph.summary().params if graph.model is not None else sum(w.numel for w in graph.weights.values())
+    return graph.summary().params
 
 
 def _node_list_ops(graph: ModelGraph) -> Counter[str]:

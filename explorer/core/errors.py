@@ -6,7 +6,7 @@ Messages always name the file (when there is one) and the reason.
 
 Examples
 --------
->>> from explorer.errors import ModelNotFoundError, ModelLoadError
+>>> from explorer.core.errors import ModelNotFoundError, ModelLoadError
 >>> err = ModelNotFoundError("no such file", path="missing.onnx")
 >>> isinstance(err, ModelLoadError)
 True
@@ -350,7 +350,7 @@ class WorkerOutOfMemory(WorkerError):
 
 
 class WorkerCancelled(WorkerError):
-    """The step was stopped on request (:func:`explorer.worker.cancel`, a stop button); its process
+    """The step was stopped on request (:func:`explorer.isolation.worker.cancel`, a stop button); its process
     group was killed and the next call starts a fresh worker."""
 
 

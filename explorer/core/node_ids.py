@@ -1,7 +1,7 @@
 """Node ids of the graph model that are not operators: graph inputs, outputs, outer-scope values, constants.
 
 An operator's id is its node name (or ``NAME#INDEX`` / ``OPTYPE#INDEX``); the other nodes
-of a :class:`~explorer.graph.ModelGraph` carry one of these prefixes before a tensor name.
+of a :class:`~explorer.core.graph.ModelGraph` carry one of these prefixes before a tensor name.
 Modules that only read ids (the summary, figures, details) import them from here rather
 than from the graph model.
 

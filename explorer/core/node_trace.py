@@ -8,7 +8,7 @@ ONNX node are the nodes whose ``origin`` holds it: :func:`lowered_from`.
 
 Examples
 --------
->>> from explorer.timeline import run_pipeline
+>>> from explorer.passes.pipeline import run_pipeline
 >>> t = run_pipeline("zoo:resnet18", "fuse_bn_into_conv", verify=False)
 >>> trace_node(t, "/bn1/BatchNormalization").fate
 'fused into /conv1/Conv (Conv, with 1 other node) by step 1 (fuse_bn_into_conv)'
@@ -21,9 +21,9 @@ from typing import Any
 
 import pandas as pd
 
-from .diff import Fusion
-from .graph import ModelGraph
-from .timeline import Timeline
+from explorer.core.diff import Fusion
+from explorer.core.graph import ModelGraph
+from explorer.core.timeline import Timeline
 
 __all__ = ["NodeTrace", "trace_node", "lowered_from"]
 
@@ -101,7 +101,7 @@ def trace_node(timeline: Timeline, node: str) -> NodeTrace:
 
     Examples
     --------
-    >>> from explorer.timeline import run_pipeline
+    >>> from explorer.passes.pipeline import run_pipeline
     >>> t = run_pipeline("zoo:resnet18", "fuse_bn_into_conv,eliminate_identity", verify=False)
     >>> trace = trace_node(t, "/conv1/Conv")
     >>> trace.fate, trace.name_at(2)

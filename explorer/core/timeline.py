@@ -1,45 +1,38 @@
-"""Timeline: run a pipeline of passes and keep a snapshot of the graph after each step.
+"""Timeline: the graph after each step of a pipeline, as Snapshots any producer builds.
 
-One type serves ONNX-level passes now and TVM / IREE lowering later, so one
-stepper widget can walk any of them. Snapshot 0 is the model as loaded; each
-later snapshot holds the graph after one pass, whether it changed anything, how
-long it took, and (when verification is on) the largest output difference from
-the original model on random inputs in ONNX Runtime. Steps that changed nothing
-re-use the previous snapshot's graph, so they cost nothing to keep.
+One type serves every producer: the ONNX passes (:func:`explorer.passes.pipeline.run_pipeline`),
+TVM Relax lowering (:func:`explorer.lower.relax_pipeline`) alike, so one
+stepper widget walks any of them. Each snapshot holds the graph after one step,
+whether it changed anything, how long it took and, when checked, the largest output
+difference from the original; diffs between snapshots are computed when asked and cached.
 
 Examples
 --------
->>> from explorer.timeline import run_pipeline
->>> t = run_pipeline("zoo:resnet18", "eliminate_identity,fuse_bn_into_conv", verify=False)
+>>> from explorer import load
+>>> g = load("zoo:mlp")
+>>> from types import SimpleNamespace
+>>> step = SimpleNamespace(name="noop", family="example", description="Changes nothing.")
+>>> t = Timeline((Snapshot.original(g), Snapshot.after(1, step, g, changed=False, elapsed=0.0)), "zoo:mlp")
 >>> [(s.name, s.changed) for s in t.snapshots]
-[('original', False), ('eliminate_identity', False), ('fuse_bn_into_conv', True)]
->>> t.diff(2).op_deltas
-{'BatchNormalization': -20}
+[('original', False), ('noop', False)]
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-import shutil
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from .diff import GraphDiff, diff
-from .errors import ExplorerError, WorkerCancelled
-from .graph import ModelGraph
-from .load import load
-from .model_files import own_folder
-from .op_deltas import format_op_deltas
-from .passes.base import FunctionPass, Pass, PassResult
-from .passes.registry import PipelineItem, parse_pipeline
-from .verification import OutputCheck
+from explorer.core.diff import GraphDiff, diff
+from explorer.core.graph import ModelGraph
+from explorer.core.op_deltas import format_op_deltas
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Snapshot", "Timeline", "run_pipeline", "StepProgress"]
+__all__ = ["Snapshot", "Timeline", "StepProgress", "StepObserver", "StepObservers", "ProgressObserver"]
 
 StepProgress = Callable[[int, int, str], object]
 """Progress callback: ``(step number from 1, number of steps, pass name)``, called before each step."""
@@ -188,7 +181,7 @@ class Snapshot:
 
         Examples
         --------
-        >>> from explorer.timeline import run_pipeline
+        >>> from explorer.passes.pipeline import run_pipeline
         >>> run_pipeline("zoo:mlp", [], verify=False).snapshots[0].to_dict()["pass"]
         'original'
         """
@@ -250,7 +243,7 @@ class Timeline:
 
         Examples
         --------
-        >>> from explorer.timeline import run_pipeline
+        >>> from explorer.passes.pipeline import run_pipeline
         >>> timeline = run_pipeline("zoo:mlp", "eliminate_identity,eliminate_deadend", verify=False)
         >>> timeline.index("eliminate_deadend")
         2
@@ -266,7 +259,7 @@ class Timeline:
 
         Examples
         --------
-        >>> from explorer.timeline import run_pipeline
+        >>> from explorer.passes.pipeline import run_pipeline
         >>> run_pipeline("zoo:mlp", "eliminate_identity", verify=False).steps(hide_unchanged=True)
         [0]
         """
@@ -277,7 +270,7 @@ class Timeline:
 
         Examples
         --------
-        >>> from explorer.timeline import run_pipeline
+        >>> from explorer.passes.pipeline import run_pipeline
         >>> run_pipeline("zoo:mlp", "eliminate_identity", verify=False).diff(1).is_empty
         True
         """
@@ -296,7 +289,7 @@ class Timeline:
 
         Examples
         --------
-        >>> from explorer.timeline import run_pipeline
+        >>> from explorer.passes.pipeline import run_pipeline
         >>> sorted(run_pipeline("zoo:mlp", "eliminate_identity", verify=False).step_row(1))[:4]
         ['added', 'changed', 'elapsed_ms', 'error']
         """
@@ -325,7 +318,7 @@ class Timeline:
 
         Examples
         --------
-        >>> from explorer.timeline import run_pipeline
+        >>> from explorer.passes.pipeline import run_pipeline
         >>> run_pipeline("zoo:mlp", [], verify=False).to_dict()["steps"]
         []
         """
@@ -340,7 +333,7 @@ class Timeline:
 
         Examples
         --------
-        >>> from explorer.timeline import run_pipeline
+        >>> from explorer.passes.pipeline import run_pipeline
         >>> run_pipeline("zoo:mlp", "eliminate_identity", verify=False).to_frame()["pass"].tolist()
         ['eliminate_identity']
         """
@@ -369,153 +362,72 @@ class Timeline:
         return pd.DataFrame(rows, columns=columns)
 
 
-def run_pipeline(
-    source: Any,
-    pipeline: str | Iterable[PipelineItem | Pass],
-    *,
-    input_shapes: Mapping[str, Sequence[int]] | None = None,
-    verify: bool | OutputCheck = True,
-    seed: int = 0,
-    progress: StepProgress | None = None,
-    stop_on_error: bool = False,
-) -> Timeline:
-    """Run passes one after another and keep a snapshot after each.
+@runtime_checkable
+class StepObserver(Protocol):
+    """Watches a producer's steps without running them (the idea of TVM's ``PassInstrument``).
 
-    Parameters
-    ----------
-    source : ModelGraph or anything :func:`explorer.load` accepts
-        The model to start from (never modified).
-    pipeline : str or iterable
-        ``"onnxsim,fuse_bn_into_conv,ort:extended"``, or a list of names,
-        ``(name, parameters)`` pairs or :class:`~explorer.passes.base.Pass` objects.
-    input_shapes : mapping, optional
-        Fixed input shapes: used when loading, given to passes that take them
-        (onnxsim) and to the random inputs of the verification.
-    verify : bool or OutputCheck
-        Run the original and every changed snapshot on the same random inputs
-        and record the largest output difference: ``True`` in ONNX Runtime (in
-        the worker), or on the runtime of the :class:`~explorer.verification.OutputCheck`
-        given.
-    seed : int
-        Seed of the random inputs (with ``verify=True``).
-    progress : callable, optional
-        Called as ``progress(step, total, name)`` before each step.
-    stop_on_error : bool
-        Raise the first pass error instead of recording it and going on.
+    A producer (:func:`explorer.passes.pipeline.run_pipeline`) calls :meth:`before_step`
+    before it runs step ``index`` (from 1) of ``total``, and :meth:`after_step` with each
+    snapshot it made, snapshot 0 (the model as loaded) included. Progress reports,
+    output checks and measurements live in observers, not in the producer's loop.
+    """
 
-    Returns
-    -------
-    Timeline
-        Each changed snapshot's graph is the pass's output reloaded, called
-        ``"<source> after <pass>"`` in titles (its file is the graph's ``model_path``).
+    def before_step(self, index: int, total: int, name: str) -> None:
+        """Step ``index`` (from 1) of ``total``, named ``name``, is about to run."""
+        ...
+
+    def after_step(self, snapshot: Snapshot) -> Snapshot | None:
+        """The producer made ``snapshot``: return it with what the observer adds, or None to keep it."""
+        ...
+
+
+@dataclass(frozen=True)
+class ProgressObserver:
+    """Calls a :data:`StepProgress` callback ``(step, total, name)`` before each step.
 
     Examples
     --------
-    >>> t = run_pipeline("zoo:mlp", "fuse_matmul_add_bias_into_gemm", verify=True)
-    >>> t[1].max_abs_diff
-    0.0
-    >>> run_pipeline("zoo:resnet18", "fuse_bn_into_conv", verify=False)[1].graph.source
-    'zoo:resnet18 after fuse_bn_into_conv'
+    >>> ProgressObserver(print).before_step(1, 2, "onnxsim")
+    1 2 onnxsim
     """
-    graph = source if isinstance(source, ModelGraph) else load(source, input_shapes=input_shapes)
-    if graph.model is None:
-        raise ValueError("run_pipeline needs a top-level graph (one with a ModelProto), not a subgraph")
-    passes = _passes(pipeline, input_shapes)
-    check = verify if isinstance(verify, OutputCheck) else None
-    if check is None and verify:
-        check = OutputCheck(seed=seed, input_shapes=input_shapes)
-    drift, note = check.start(graph) if check is not None else (None, None)
-    snapshots = [Snapshot.original(graph, max_abs_diff=drift, log=() if note is None else (note,))]
-    current = graph
-    diffs: dict[tuple[int, int], GraphDiff] = {}
-    for step, pass_ in enumerate(passes, start=1):
-        if progress is not None:
-            progress(step, len(passes), pass_.name)
-        outcome = _run_step(pass_, current, stop_on_error, f"{graph.source} after {pass_.name}")
-        if isinstance(outcome, _Failed):  # the pass failed, or its model does not load
-            last, why = snapshots[-1], outcome.error
-            snapshots.append(Snapshot.unchanged(step, pass_, current, last, outcome.log, drift, why))
-            continue
-        result, candidate = outcome
-        log, changed = result.log, candidate is not None
-        if candidate is not None:
-            step_diff = diff(current, candidate)
-            if _same_graph(step_diff) and _io_types(current) == _io_types(candidate):
-                changed = False  # only serialization details (names / order of initializers ...)
-                log = (*log, "the graph is the same; only serialization details changed")
-            else:
-                diffs[step - 1, step] = step_diff
-            if result.path is not None:
-                own_folder(candidate, result.path.parent)
-            current = candidate
-            if changed:
-                drift = check.drift(current) if check is not None else None
-        snapshots.append(
-            Snapshot.after(
-                step, pass_, current, changed=changed, elapsed=result.elapsed, log=log, max_abs_diff=drift
-            )
-        )
-    return Timeline(tuple(snapshots), graph.source, diffs)
+
+    progress: StepProgress
+
+    def before_step(self, index: int, total: int, name: str) -> None:
+        """Report that step ``index`` of ``total`` starts."""
+        self.progress(index, total, name)
+
+    def after_step(self, snapshot: Snapshot) -> Snapshot | None:
+        """Nothing to add: the snapshot is kept as it is."""
+        return None
 
 
-def _passes(pipeline: str | Iterable[PipelineItem | Pass], input_shapes: Any) -> list[Pass]:
-    shared = {"input_shapes": dict(input_shapes)} if input_shapes else {}
-    if isinstance(pipeline, str):
-        return list(parse_pipeline(pipeline, **shared))
-    return [item if isinstance(item, Pass) else parse_pipeline([item], **shared)[0] for item in pipeline]
+@dataclass(frozen=True)
+class StepObservers:
+    """Several observers, called in order; itself a :class:`StepObserver`.
 
+    Each observer's :meth:`~StepObserver.after_step` sees the snapshot as the ones
+    before it left it.
 
-class _Failed(NamedTuple):
-    error: str
-    log: tuple[str, ...] = ()
-
-
-def _run_step(
-    pass_: Pass, current: ModelGraph, stop_on_error: bool, name: str
-) -> tuple[PassResult, ModelGraph | None] | _Failed:
-    """Run one pass on ``current``: its result and the reloaded graph (None: unchanged), or why it failed.
-
-    The reloaded graph is called ``name`` (``"resnet18 after onnxsim"``) in titles and
-    messages; the pass's output file, which workers read, is its ``model_path``.
+    Examples
+    --------
+    >>> from explorer import load
+    >>> seen = []
+    >>> observers = StepObservers((ProgressObserver(lambda *step: seen.append(step)),))
+    >>> observers.before_step(1, 1, "noop")
+    >>> observers.after_step(Snapshot.original(load("zoo:mlp"))).name, seen
+    ('original', [(1, 1, 'noop')])
     """
-    try:
-        if isinstance(pass_, FunctionPass):  # it reads the current model's file, when there is one
-            result = pass_.run(current.model, model_path=current.model_path)
-        else:
-            result = pass_.run(current.model)
-    except WorkerCancelled:  # a stop asked by the user ends the pipeline, like KeyboardInterrupt
-        raise
-    except Exception as err:  # any pass failure is recorded on its step (KeyboardInterrupt is not caught)
-        if stop_on_error:
-            raise
-        text = str(err).strip()
-        return _Failed(f"{type(err).__name__}: {text.splitlines()[0] if text else ''}"[:500])
-    if not result.modified:
-        _discard(result)
-        return result, None
-    try:
-        return result, load(result.model, input_shapes=None, model_path=result.path, name=name)
-    except ExplorerError as err:
-        _discard(result)
-        if stop_on_error:
-            raise
-        return _Failed(f"the pass produced a model that does not load: {err}", result.log)
 
+    observers: tuple[StepObserver, ...] = ()
 
-def _same_graph(step_diff: GraphDiff) -> bool:
-    weights_moved = step_diff.weight_bytes_changed or step_diff.param_delta
-    return step_diff.is_empty and not step_diff.op_deltas and not weights_moved
+    def before_step(self, index: int, total: int, name: str) -> None:
+        """Tell every observer that step ``index`` of ``total`` starts."""
+        for observer in self.observers:
+            observer.before_step(index, total, name)
 
-
-def _io_types(graph: ModelGraph) -> tuple:
-    """The declared types of the graph inputs and outputs (a pass fixing input shapes changes only these)."""
-    from .tensors import shape_from_type
-
-    main = graph.model.graph
-    return tuple((v.name, shape_from_type(v.type)) for v in (*main.input, *main.output))
-
-
-def _discard(result: PassResult) -> None:
-    """Remove the folder of a pass output that no snapshot keeps."""
-    if result.path is not None:
-        shutil.rmtree(result.path.parent, ignore_errors=True)
+    def after_step(self, snapshot: Snapshot) -> Snapshot:
+        """Hand ``snapshot`` to every observer in turn; return it as the last one left it."""
+        for observer in self.observers:
+            snapshot = observer.after_step(snapshot) or snapshot
+        return snapshot
