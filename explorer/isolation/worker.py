@@ -4,16 +4,16 @@ The onnx checker, onnxsim, onnxoptimizer, ONNX Runtime and TVM are C++ libraries
 known segfaults, aborts and runaway allocations on malformed models. :func:`run` calls a
 picklable function in a *spawned* child process (never forked: the parent may hold threads
 and TVM state) with a wall-clock timeout and an address-space cap, and turns every way the
-child can fail into a typed :class:`~explorer.errors.WorkerError`:
+child can fail into a typed :class:`~explorer.core.errors.WorkerError`:
 
-* :class:`~explorer.errors.WorkerCrashed` - the child died from a signal (``SIGSEGV``,
+* :class:`~explorer.core.errors.WorkerCrashed` - the child died from a signal (``SIGSEGV``,
   ``SIGABRT``, ...) or exited; carries the signal name, the step and the last lines of the
   child's stderr (faulthandler's dump included);
-* :class:`~explorer.errors.WorkerTimeout` - the step ran past its limit; the child's whole
+* :class:`~explorer.core.errors.WorkerTimeout` - the step ran past its limit; the child's whole
   process group (grandchildren included) was killed;
-* :class:`~explorer.errors.WorkerOutOfMemory` - the step hit the memory cap (``MemoryError``,
+* :class:`~explorer.core.errors.WorkerOutOfMemory` - the step hit the memory cap (``MemoryError``,
   ``std::bad_alloc``, an allocation failure reported by the library, or the kernel's OOM killer);
-* :class:`~explorer.errors.WorkerFailed` - a Python exception that cannot be rebuilt in the
+* :class:`~explorer.core.errors.WorkerFailed` - a Python exception that cannot be rebuilt in the
   parent. Picklable exceptions come back as themselves, with the child's traceback attached
   as a note.
 
@@ -24,7 +24,7 @@ after a crash, timeout or out-of-memory the next call gets a fresh process. See
 
 Examples
 --------
->>> from explorer import worker
+>>> from explorer.isolation import worker
 >>> worker.run(abs, -3)
 3
 >>> worker.run(divmod, 7, 2, timeout=30)
@@ -49,7 +49,6 @@ import tempfile
 import threading
 import time
 import traceback
-import uuid
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -57,8 +56,7 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
-from .cpu_cores import size_tvm_thread_pool
-from .errors import (
+from explorer.core.errors import (
     ModelNotFoundError,
     WorkerCancelled,
     WorkerCrashed,
@@ -67,6 +65,8 @@ from .errors import (
     WorkerOutOfMemory,
     WorkerTimeout,
 )
+from explorer.isolation.cpu_cores import size_tvm_thread_pool
+from explorer.isolation.io import move_atomic
 
 __all__ = [
     "ProgressEvent",
@@ -118,7 +118,7 @@ def default_memory_mb(fraction: float = 0.75) -> int | None:
 
     Examples
     --------
-    >>> from explorer.worker import default_memory_mb
+    >>> from explorer.isolation.worker import default_memory_mb
     >>> default_memory_mb() > 0
     True
     """
@@ -169,7 +169,7 @@ class WorkerDefaults:
 
     Examples
     --------
-    >>> from explorer.worker import WorkerDefaults
+    >>> from explorer.isolation.worker import WorkerDefaults
     >>> WorkerDefaults(timeout=5).timeout
     5
     """
@@ -207,7 +207,7 @@ def configure(**changes: Any) -> dict[str, Any]:
 
     Examples
     --------
-    >>> from explorer import worker
+    >>> from explorer.isolation import worker
     >>> old = worker.configure(timeout=60)
     >>> worker.defaults.timeout
     60
@@ -254,7 +254,7 @@ class ProgressEvent:
 
     Examples
     --------
-    >>> from explorer.worker import ProgressEvent
+    >>> from explorer.isolation.worker import ProgressEvent
     >>> ProgressEvent("simplify", 0.5, "folding constants", 1.25).fraction
     0.5
     """
@@ -295,7 +295,7 @@ def report(progress: float | str | None = None, message: str | None = None) -> N
 
     Examples
     --------
-    >>> from explorer import worker
+    >>> from explorer.isolation import worker
     >>> worker.report(0.5, "half way")  # no-op outside a worker
     """
     if isinstance(progress, str) and message is None:
@@ -512,7 +512,7 @@ class Worker:
     Examples
     --------
     >>> import os
-    >>> from explorer.worker import Worker
+    >>> from explorer.isolation.worker import Worker
     >>> with Worker(memory_mb=4096) as w:
     ...     first, second = w.call(os.getpid), w.call(os.getpid)
     >>> first == second
@@ -670,7 +670,7 @@ class Worker:
 
         Examples
         --------
-        >>> from explorer.worker import Worker
+        >>> from explorer.isolation.worker import Worker
         >>> with Worker() as w:
         ...     w.call(pow, 2, 10)
         1024
@@ -735,13 +735,13 @@ class Worker:
                 return message
 
     def cancel(self) -> None:
-        """Stop the call in flight, from any thread: it raises :class:`~explorer.errors.WorkerCancelled`
+        """Stop the call in flight, from any thread: it raises :class:`~explorer.core.errors.WorkerCancelled`
         within a fraction of a second and the process is killed (the next call starts a fresh one).
 
         Examples
         --------
         >>> import threading, time
-        >>> from explorer.errors import WorkerCancelled
+        >>> from explorer.core.errors import WorkerCancelled
         >>> w = Worker().start()  # started first: the timer stops the call, not the start
         >>> threading.Timer(0.5, w.cancel).start()
         >>> try:
@@ -911,7 +911,7 @@ def shutdown() -> None:
 
     Examples
     --------
-    >>> from explorer import worker
+    >>> from explorer.isolation import worker
     >>> worker.shutdown()
     """
     with _POOL_LOCK:
@@ -931,7 +931,7 @@ def cancel() -> int:
 
     Examples
     --------
-    >>> from explorer import worker
+    >>> from explorer.isolation import worker
     >>> worker.cancel()
     0
     """
@@ -955,7 +955,7 @@ atexit.register(_close_all_at_exit)
 
 #: What :func:`prestart` imports in the warm worker: what ``explorer.load``'s shape inference
 #: needs there (onnx, networkx, numpy come with it).
-PRESTART_IMPORTS: tuple[str, ...] = ("explorer.shape_inference",)
+PRESTART_IMPORTS: tuple[str, ...] = ("explorer.onnx_adapter.shape_inference",)
 _PRESTART_LOCK = threading.Lock()
 _PRESTARTED: dict[int | None, tuple[Worker, threading.Thread]] = {}
 
@@ -997,7 +997,7 @@ def prestart(
     Examples
     --------
     >>> import os
-    >>> from explorer import worker
+    >>> from explorer.isolation import worker
     >>> worker.shutdown()  # no warm worker yet (with one, prestart leaves it be)
     >>> thread = worker.prestart()
     >>> worker.prestart() is thread  # idempotent while that worker is alive
@@ -1064,7 +1064,7 @@ def run(
     Parameters
     ----------
     fn : callable
-        A picklable function: top-level in an importable module (e.g. :mod:`explorer.native`),
+        A picklable function: top-level in an importable module (e.g. :mod:`explorer.onnx_adapter.files`),
         or a notebook function, which cloudpickle ships by value.
     *args, **kwargs
         Its arguments (picklable; pass models as files, see :func:`run_on_model`). The names
@@ -1105,7 +1105,7 @@ def run(
 
     Examples
     --------
-    >>> from explorer import worker
+    >>> from explorer.isolation import worker
     >>> worker.run(abs, -3)
     3
     >>> worker.run(int, "12", base=8, timeout=30, memory_mb=2048)
@@ -1169,7 +1169,8 @@ def run_on_model(
     Parameters
     ----------
     fn : callable
-        A picklable function taking the model path first, e.g. from :mod:`explorer.native`.
+        A picklable function taking the model path first
+        (e.g. :func:`explorer.onnx_adapter.files.check_model`).
     model : str, os.PathLike, bytes or onnx.ModelProto
         The model.
     *args, **kwargs
@@ -1194,14 +1195,10 @@ def run_on_model(
 
     Examples
     --------
-    >>> import onnx
-    >>> from onnx import TensorProto, helper
-    >>> from explorer import native, worker
-    >>> x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
-    >>> y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
-    >>> graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y])
-    >>> model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    >>> worker.run_on_model(native.check_model, model)["valid"]
+    >>> from explorer import zoo
+    >>> from explorer.onnx_adapter.files import check_model
+    >>> from explorer.isolation import worker
+    >>> worker.run_on_model(check_model, zoo.single_op())["valid"]
     True
     """
     call_dir = Path(tempfile.mkdtemp(prefix="explorer-call-", dir=defaults.tmp_dir))
@@ -1237,7 +1234,7 @@ def _stage_model(model: Any, call_dir: Path) -> Path:
 
 
 def _save_proto(model: Any, target: Path) -> None:
-    from .tensors import PROTOBUF_LIMIT
+    from explorer.core.tensors import PROTOBUF_LIMIT
 
     if model.ByteSize() < PROTOBUF_LIMIT:
         target.write_bytes(model.SerializeToString())
@@ -1254,18 +1251,4 @@ def _move_outputs(out_dir: Path, output: Path) -> None:
     output.parent.mkdir(parents=True, exist_ok=True)
     for item in sorted(out_dir.iterdir()):
         if item.is_file():
-            _atomic_move(item, output if item.name == output.name else output.parent / item.name)
-
-
-def _atomic_move(source: Path, target: Path) -> None:
-    try:
-        os.replace(source, target)
-        return
-    except OSError:
-        pass  # another file system: copy next to the target, then rename
-    staging = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
-    try:
-        shutil.copyfile(source, staging)
-        os.replace(staging, target)
-    finally:
-        staging.unlink(missing_ok=True)
+            move_atomic(item, output if item.name == output.name else output.parent / item.name)

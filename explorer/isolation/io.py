@@ -1,6 +1,6 @@
-"""Writing files safely: outputs are written to a temp file beside the target and renamed into place,
-and :func:`check_output_path` refuses an output that would replace the input or cannot be written,
-before any long work runs.
+"""Writing files safely: outputs are written to a temp file beside the target and renamed into place
+(:func:`write_bytes_atomic`, :func:`move_atomic`), and :func:`check_output_path` refuses an output
+that would replace the input or cannot be written, before any long work runs.
 
 Examples
 --------
@@ -16,14 +16,37 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import onnx
+from explorer.core.errors import OutputPathError
 
-from .errors import OutputPathError
+if TYPE_CHECKING:  # a worker that only moves files never imports onnx for this module
+    import onnx
 
-__all__ = ["write_bytes_atomic", "write_text_atomic", "save_model_atomic", "check_output_path"]
+__all__ = ["write_bytes_atomic", "write_text_atomic", "move_atomic", "save_model_atomic", "check_output_path"]
+
+
+@contextlib.contextmanager
+def _replacing(target: Path) -> Iterator[Path]:
+    """A temp file beside ``target`` to fill in the block; it replaces ``target`` when the block succeeds.
+
+    Beside the target, so the final ``os.replace`` is a rename on one file system: readers see
+    the old file or the whole new one. On any error the temp file is removed and ``target`` is
+    left as it was.
+    """
+    handle, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(handle)
+    try:
+        yield Path(temp)
+        os.replace(temp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
+        raise
 
 
 def write_bytes_atomic(data: bytes, path: str | os.PathLike[str], *, fsync: bool = True) -> Path:
@@ -41,18 +64,11 @@ def write_bytes_atomic(data: bytes, path: str | os.PathLike[str], *, fsync: bool
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-            out.flush()
-            if fsync:
-                os.fsync(out.fileno())
-        os.replace(temp, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp)
-        raise
+    with _replacing(target) as temp, open(temp, "wb") as out:
+        out.write(data)
+        out.flush()
+        if fsync:
+            os.fsync(out.fileno())
     return target
 
 
@@ -69,15 +85,59 @@ def write_text_atomic(text: str, path: str | os.PathLike[str]) -> Path:
     return write_bytes_atomic(text.encode("utf-8"), path)
 
 
+def move_atomic(source: str | os.PathLike[str], path: str | os.PathLike[str]) -> Path:
+    """Move the file ``source`` to ``path`` so readers see the old file or the whole new one, never half.
+
+    A rename when both are on one file system; otherwise ``source`` is copied to a temp file
+    beside ``path``, renamed into place, and then removed.
+
+    Parameters
+    ----------
+    source : path
+        The file to move.
+    path : path
+        Where it ends up (replaced if it exists).
+
+    Returns
+    -------
+    Path
+        ``path``.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     src = write_bytes_atomic(b"new", os.path.join(tmp, "staged.bin"))
+    ...     out = write_bytes_atomic(b"old", os.path.join(tmp, "out.bin"))
+    ...     move_atomic(src, out).read_bytes(), sorted(os.listdir(tmp))
+    (b'new', ['out.bin'])
+    """
+    target = Path(path)
+    try:
+        os.replace(source, target)
+        return target
+    except OSError:
+        pass  # another file system: copy beside the target, then rename
+    with _replacing(target) as temp:
+        shutil.copyfile(source, temp)
+    with contextlib.suppress(OSError):
+        os.unlink(source)
+    return target
+
+
 def save_model_atomic(model: onnx.ModelProto, path: str | os.PathLike[str]) -> Path:
     """Save ``model`` to ``path`` atomically; models over 2 GiB are refused with a clear error.
 
     Examples
     --------
-    >>> save_model_atomic.__name__
-    'save_model_atomic'
+    >>> import os, tempfile, onnx
+    >>> from explorer import zoo
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = save_model_atomic(zoo.build("mlp"), os.path.join(tmp, "mlp.onnx"))
+    ...     len(onnx.load(path).graph.node)
+    6
     """
-    from .tensors import PROTOBUF_LIMIT
+    from explorer.core.tensors import PROTOBUF_LIMIT
 
     if model.ByteSize() >= PROTOBUF_LIMIT:
         raise ValueError(f"{path}: the model is over 2 GiB; save it with external data (onnx.save_model)")
@@ -119,11 +179,9 @@ def check_output_path(
 
     Examples
     --------
-    >>> import os, tempfile
     >>> from explorer import zoo
-    >>> tmp = tempfile.mkdtemp()
-    >>> model = save_model_atomic(zoo.build("mlp"), os.path.join(tmp, "mlp.onnx"))
-    >>> check_output_path(os.path.join(tmp, "out.onnx"), str(model)).name
+    >>> model = zoo.save("mlp")
+    >>> check_output_path(model.parent / "out.onnx", str(model)).name
     'out.onnx'
     >>> try:
     ...     check_output_path(model, str(model))
