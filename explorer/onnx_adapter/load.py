@@ -1,10 +1,10 @@
-"""Safe loading of ONNX models into a :class:`~explorer.graph.ModelGraph`.
+"""Safe loading of ONNX models into a :class:`~explorer.core.graph.ModelGraph`.
 
 :func:`load` accepts a path, ``bytes``, an ``onnx.ModelProto``, a built-in
 sample (``"zoo:NAME"``) or a ``torch.nn.Module`` with example inputs. It never
 writes to the input, refuses external-data locations that escape the model's
 folder before reading anything, and turns every way a model can be broken into
-a typed :class:`~explorer.errors.ModelLoadError` that names the file and the reason.
+a typed :class:`~explorer.core.errors.ModelLoadError` that names the file and the reason.
 
 Examples
 --------
@@ -27,7 +27,7 @@ import onnx
 from google.protobuf.message import DecodeError
 from onnx import ModelProto, TensorProto
 
-from .errors import (
+from explorer.core.errors import (
     EmptyModelError,
     ExternalDataError,
     MissingDependencyError,
@@ -36,9 +36,10 @@ from .errors import (
     ModelParseError,
     UnsupportedOpsetError,
 )
-from .shape_inference import BackgroundInference, infer_types, infer_types_isolated
-from .tensors import dim_from_proto, dtype_name, format_bytes, format_shape, shape_bytes, shape_from_type
-from .weights import (
+from explorer.core.tensors import format_bytes
+from explorer.onnx_adapter.input_shapes import fix_input_shapes
+from explorer.onnx_adapter.shape_inference import BackgroundInference, infer_types, infer_types_isolated
+from explorer.onnx_adapter.weights import (
     LAZY_EXTERNAL_BYTES,
     STRIP_KEEP_BYTES,
     FileStamp,
@@ -50,9 +51,9 @@ from .weights import (
 )
 
 if TYPE_CHECKING:  # the graph model (networkx) is imported by load(), not by importing this module
-    from .graph import ModelGraph
+    from explorer.core.graph import ModelGraph
 
-__all__ = ["load", "read_model", "check_input_shapes", "fix_input_shapes", "external_tensors", "ZOO_PREFIX"]
+__all__ = ["load", "read_model", "external_tensors", "ZOO_PREFIX"]
 
 ZOO_PREFIX = "zoo:"
 """Sources starting with this name a built-in sample model (see :mod:`explorer.zoo`)."""
@@ -86,7 +87,7 @@ def load(
     external_data : bool
         Make tensors stored in external files available: their locations and
         byte ranges are checked, small ones are read, and large ones (at least
-        :data:`~explorer.weights.LAZY_EXTERNAL_BYTES`) stay in their files and are
+        :data:`~explorer.onnx_adapter.weights.LAZY_EXTERNAL_BYTES`) stay in their files and are
         memory-mapped when something needs their values (statistics, digests,
         runtimes). With ``False`` the structure loads and weights keep their
         shapes but no values.
@@ -99,11 +100,11 @@ def load(
         Run ONNX shape inference (with ONNX Runtime's symbolic shape inference
         as a fallback for what it leaves unknown).
     isolate : bool
-        Run shape inference in the worker process (:mod:`explorer.worker`), so
+        Run shape inference in the worker process (:mod:`explorer.isolation.worker`), so
         a crash in onnx's C++ code becomes a note instead of killing the
         kernel. ``False`` runs it in this process (faster for many tiny models).
         Either way inference sees a weight-stripped copy
-        (:func:`~explorer.weights.stripped_copy`), so it costs the same for 8 MB
+        (:func:`~explorer.onnx_adapter.weights.stripped_copy`), so it costs the same for 8 MB
         and 3 GiB of weights.
     model_path : path, optional
         With a ``ModelProto`` source: the file it was read from. Workers then read
@@ -142,7 +143,7 @@ def load(
     >>> load(zoo.build("mlp")).source  # a model made in memory reads by its graph's name
     'mlp'
     """
-    from .graph import apply_types, build_graph
+    from explorer.onnx_adapter.graph_builder import apply_types, build_graph
 
     background = None
     if shape_inference and isolate and _is_model_file(source):
@@ -201,7 +202,7 @@ def load(
     if lazy_file is not None and file is None:
         # its input shapes were fixed: write now the file workers read (beside a copy of the weights),
         # so that every step, passes included, reads a file that holds the whole model
-        from .model_files import worker_source
+        from explorer.onnx_adapter.model_files import worker_source
 
         worker_source(graph)
     return graph
@@ -239,7 +240,7 @@ def read_model(
     """Read a model from any supported source into a private ``ModelProto``.
 
     External data is *not* loaded here. With ``weights_in_file``, the large tensors of a
-    model file stay in the file (:func:`explorer.weights.read_model_lazily`): they read
+    model file stay in the file (:func:`explorer.onnx_adapter.weights.read_model_lazily`): they read
     as external data pointing into it, so this process holds the model's structure only.
 
     Returns
@@ -260,9 +261,8 @@ def read_model(
     >>> from explorer import zoo
     >>> read_model(zoo.build("resnet18"))[1]
     'resnet18'
-    >>> import os, tempfile, onnx
-    >>> path = os.path.join(tempfile.mkdtemp(), "r.onnx")
-    >>> onnx.save(zoo.build("resnet18"), path)
+    >>> import os
+    >>> path = zoo.save("resnet18")
     >>> model = read_model(path, weights_in_file=True)[0]
     >>> model.ByteSize() < os.path.getsize(path) / 10, len(external_tensors(model)) > 0
     (True, True)
@@ -275,7 +275,7 @@ def read_model(
         model = _parse(bytes(source), "<bytes>")
         return model, _in_memory_label(model, "<bytes>"), None
     if isinstance(source, str) and source.startswith(ZOO_PREFIX):
-        from . import zoo
+        from explorer import zoo
 
         name = source[len(ZOO_PREFIX) :]
         try:
@@ -366,136 +366,6 @@ def _check_versions(model: ModelProto, label: str) -> None:
                 "the model to an older opset",
                 path=label,
             )
-
-
-def check_input_shapes(
-    model: ModelProto, input_shapes: Mapping[str, Sequence[int]], label: str = "<model>"
-) -> None:
-    """Check ``input_shapes`` against ``model``'s inputs without changing anything.
-
-    Every entry must name a graph input (not a weight), give its rank in positive
-    integers, keep its fixed dimensions (dynamic ones, named, unnamed or paddle2onnx's
-    ``-1``, take any size), and the input alone must fit in the memory a worker may use
-    (:func:`explorer.worker.default_memory_mb`): a shape of terabytes is refused before
-    anything allocates it. Messages list the model's inputs with their shapes.
-
-    Parameters
-    ----------
-    model : onnx.ModelProto
-        The model (only read).
-    input_shapes : mapping
-        Input name -> full shape.
-    label : str
-        Name of the model in error messages.
-
-    Raises
-    ------
-    ModelLoadError
-        Naming the entry, what is wrong and the model's inputs.
-
-    Examples
-    --------
-    >>> from explorer import zoo
-    >>> m = zoo.build("mlp")
-    >>> check_input_shapes(m, {"input": [4, 1, 28, 28]})
-    >>> try:
-    ...     check_input_shapes(m, {"image": [4, 1, 28, 28]}, "mlp.onnx")
-    ... except ModelLoadError as err:
-    ...     print(err)  # doctest: +NORMALIZE_WHITESPACE
-    mlp.onnx: input_shapes names 'image', which is not an input;
-    the model's inputs are: input float32 [batch, 1, 28, 28]
-    """
-    weights = {t.name for t in model.graph.initializer}
-    by_name = {v.name: v for v in model.graph.input if v.name not in weights}
-    known = "; ".join(_describe_input(v) for v in by_name.values()) or "none"
-    inputs = f"the model's inputs are: {known}"
-    for name, shape in input_shapes.items():
-        if name not in by_name:
-            what = (
-                "a weight (an initializer also listed among the graph inputs, as exporters for "
-                "IR < 4 write them), not an input that takes a shape"
-                if name in weights
-                else "not an input"
-            )
-            raise ModelLoadError(f"input_shapes names {name!r}, which is {what}; {inputs}", path=label)
-        tensor_type = by_name[name].type.tensor_type
-        dims = tensor_type.shape.dim
-        shape = [int(d) for d in shape]
-        if any(d <= 0 for d in shape):
-            raise ModelLoadError(
-                f"input_shapes for {name!r} must be positive integers, got {shape}; {inputs}", path=label
-            )
-        if tensor_type.HasField("shape") and len(dims) != len(shape):
-            raise ModelLoadError(
-                f"input {name!r} has rank {len(dims)}, but input_shapes gives {len(shape)} dims {shape}; "
-                f"{inputs}",
-                path=label,
-            )
-        for i, (dim, value) in enumerate(zip(dims, shape, strict=False)):
-            if isinstance(dim_from_proto(dim), int) and dim.dim_value != value:  # -1 is dynamic, not fixed
-                raise ModelLoadError(
-                    f"input {name!r} dim {i} is fixed to {dim.dim_value}; input_shapes asks for {value}; "
-                    f"{inputs}",
-                    path=label,
-                )
-        _check_input_size(name, shape, tensor_type.elem_type, label)
-
-
-def _describe_input(value: onnx.ValueInfoProto) -> str:
-    shape, elem_type = shape_from_type(value.type)
-    return f"{value.name} {dtype_name(elem_type)} {format_shape(shape) if shape is not None else '[?]'}"
-
-
-def _check_input_size(name: str, shape: Sequence[int], elem_type: int, label: str) -> None:
-    """Refuse a shape whose input alone is larger than the memory a worker may use."""
-    from .worker import default_memory_mb
-
-    limit_mb = default_memory_mb()
-    size = shape_bytes(tuple(shape), elem_type)
-    if limit_mb is None or size is None or size <= limit_mb * 2**20:
-        return
-    raise ModelLoadError(
-        f"input_shapes gives {name!r} the shape {list(shape)}: that input alone would take "
-        f"{format_bytes(size)} ({size:,} bytes), more than the {format_bytes(limit_mb * 2**20)} a worker "
-        "may use on this machine (75% of its memory); give a smaller shape",
-        path=label,
-    )
-
-
-def fix_input_shapes(
-    model: ModelProto, input_shapes: Mapping[str, Sequence[int]], label: str = "<model>"
-) -> None:
-    """Set the dimensions of graph inputs in place (on a private copy of a model).
-
-    Parameters
-    ----------
-    model : onnx.ModelProto
-        The model to change (never the caller's original: :func:`load` copies first).
-    input_shapes : mapping
-        Input name -> full shape of positive ints.
-    label : str
-        Name of the model in error messages.
-
-    Raises
-    ------
-    ModelLoadError
-        When :func:`check_input_shapes` refuses the shapes (nothing is changed then).
-
-    Examples
-    --------
-    >>> from explorer import zoo
-    >>> m = zoo.build("mlp")
-    >>> fix_input_shapes(m, {"input": [4, 1, 28, 28]})
-    >>> [d.dim_value for d in m.graph.input[0].type.tensor_type.shape.dim]
-    [4, 1, 28, 28]
-    """
-    check_input_shapes(model, input_shapes, label)
-    by_name = {v.name: v for v in model.graph.input}
-    for name, shape in input_shapes.items():
-        tensor_type = by_name[name].type.tensor_type
-        tensor_type.shape.ClearField("dim")
-        for value in shape:
-            tensor_type.shape.dim.add().dim_value = int(value)
 
 
 def _is_torch_module(obj: Any) -> bool:

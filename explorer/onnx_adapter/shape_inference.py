@@ -12,15 +12,24 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
+import tempfile
 import threading
 from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 import onnx
 from onnx import ModelProto
 
-from .onnx_protos import GraphPath, has_schema, iter_graph_paths, iter_graphs
-from .tensors import PROTOBUF_LIMIT, Shape, dim_from_proto, format_shape, shape_from_type
-from .weights import STRIP_KEEP_BYTES, has_strippable_tensors, read_model_lazily, stripped_copy
+from explorer.core.tensors import PROTOBUF_LIMIT, Shape, dim_from_proto, format_shape, shape_from_type
+from explorer.onnx_adapter.input_shapes import fix_input_shapes
+from explorer.onnx_adapter.protos import GraphPath, has_schema, iter_graph_paths, iter_graphs
+from explorer.onnx_adapter.weights import (
+    STRIP_KEEP_BYTES,
+    has_strippable_tensors,
+    read_model_lazily,
+    stripped_copy,
+)
 
 __all__ = [
     "infer_types",
@@ -28,6 +37,7 @@ __all__ = [
     "declaration_conflicts",
     "infer_types_isolated",
     "infer_types_file",
+    "infer_shapes",
     "BackgroundInference",
     "unknown_tensors",
     "SYMBOLIC_FALLBACK_MAX_NODES",
@@ -185,7 +195,7 @@ def declaration_conflicts(model: ModelProto) -> list[str]:
 
 
 def _sized_dynamic(dim: onnx.TensorShapeProto.Dimension) -> bool:
-    """A ``dim_value`` that :func:`~explorer.tensors.dim_from_proto` reads as dynamic (-1)."""
+    """A ``dim_value`` that :func:`~explorer.core.tensors.dim_from_proto` reads as dynamic (-1)."""
     return dim.WhichOneof("value") == "dim_value" and dim_from_proto(dim) is None
 
 
@@ -230,7 +240,7 @@ def infer_types(model: ModelProto) -> tuple[PerGraphTypes, list[str]]:
     Runs ``onnx.shape_inference`` with data propagation; where it leaves shapes
     unknown in the main graph, runs ONNX Runtime's symbolic shape inference and
     fills the gaps. Never raises for a model that parsed: failures become notes.
-    Both see a weight-stripped copy (:func:`explorer.weights.stripped_copy`):
+    Both see a weight-stripped copy (:func:`explorer.onnx_adapter.weights.stripped_copy`):
     large weights keep their dims and dtype but not their values, so inference
     costs the same whatever the weights weigh, and works above 2 GiB.
 
@@ -243,7 +253,7 @@ def infer_types(model: ModelProto) -> tuple[PerGraphTypes, list[str]]:
     -------
     types : dict
         Graph path -> {tensor name -> (shape, ONNX element type)}; ``()`` is
-        the main graph (see :func:`explorer.graph.iter_graph_paths`).
+        the main graph (see :func:`explorer.core.graph.iter_graph_paths`).
     notes : list of str
         What fell back or failed, for the summary.
 
@@ -340,12 +350,12 @@ def infer_types_file(
 
     Examples
     --------
-    >>> import tempfile, os, onnx
+    >>> import tempfile
     >>> from explorer import zoo
     >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     onnx.save(zoo.build("mlp"), os.path.join(tmp, "m.onnx"))
-    ...     infer_types_file(os.path.join(tmp, "m.onnx"))[0][()]["logits"]
-    ...     infer_types_file(os.path.join(tmp, "m.onnx"), {"input": [3, 1, 28, 28]})[0][()]["logits"]
+    ...     path = str(zoo.save("mlp", tmp))
+    ...     infer_types_file(path)[0][()]["logits"]
+    ...     infer_types_file(path, {"input": [3, 1, 28, 28]})[0][()]["logits"]
     (('batch', 10), 1)
     ((3, 10), 1)
     """
@@ -354,10 +364,64 @@ def infer_types_file(
     if model is None:  # not a protobuf the scan walks: onnx's parser says what is wrong
         model = onnx.load(path, load_external_data=False)
     if input_shapes:
-        from .load import fix_input_shapes
-
         fix_input_shapes(model, input_shapes, path)
     return infer_types(model)
+
+
+def infer_shapes(
+    path: str | os.PathLike[str],
+    out_path: str | os.PathLike[str] | None = None,
+    *,
+    strict: bool = True,
+    data_prop: bool = False,
+) -> dict[str, Any]:
+    """Run onnx shape inference on a model file; write the inferred model to ``out_path`` (a worker step).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The model file (read only).
+    out_path : str or os.PathLike, optional
+        Where to write the model with inferred ``value_info``; by default a temporary file
+        that is deleted (only the summary is returned).
+    strict : bool, optional
+        Raise on inference errors instead of skipping the node, by default True.
+    data_prop : bool, optional
+        Propagate constant shape values through Shape/Gather/... (slower), by default False.
+
+    Returns
+    -------
+    dict
+        ``value_info`` (number of intermediate tensors with a type), ``nodes`` and ``out_path``.
+
+    Raises
+    ------
+    onnx.shape_inference.InferenceError
+        Inference found a contradiction (``strict`` only).
+
+    Examples
+    --------
+    >>> from onnx import TensorProto, helper
+    >>> from explorer.isolation import worker
+    >>> x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    >>> y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    >>> nodes = [helper.make_node("Relu", ["x"], ["h"]), helper.make_node("Neg", ["h"], ["y"])]
+    >>> graph = helper.make_graph(nodes, "g", [x], [y])
+    >>> model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    >>> worker.run_on_model(infer_shapes, model)["value_info"]
+    1
+    """
+    with tempfile.TemporaryDirectory(prefix="explorer-shapes-") as scratch:
+        target = os.fspath(out_path) if out_path is not None else os.path.join(scratch, "inferred.onnx")
+        onnx.shape_inference.infer_shapes_path(
+            os.fspath(path), target, check_type=True, strict_mode=strict, data_prop=data_prop
+        )
+        inferred = onnx.load(target, load_external_data=False)
+    return {
+        "value_info": len(inferred.graph.value_info),
+        "nodes": len(inferred.graph.node),
+        "out_path": None if out_path is None else os.fspath(out_path),
+    }
 
 
 def infer_types_isolated(
@@ -376,7 +440,7 @@ def infer_types_isolated(
     >>> types[()]["logits"][0], notes
     (('batch', 10), [])
     """
-    from . import worker
+    from explorer.isolation import worker
 
     try:  # the worker gets the weight-stripped copy: a few MB whatever the weights weigh
         return worker.run_on_model(
@@ -407,12 +471,11 @@ class BackgroundInference:
 
     Examples
     --------
-    >>> import tempfile, os, onnx
+    >>> import onnx
     >>> from explorer import zoo
-    >>> folder = tempfile.mkdtemp()
-    >>> onnx.save(zoo.build("mlp"), os.path.join(folder, "m.onnx"))
-    >>> job = BackgroundInference(os.path.join(folder, "m.onnx"))
-    >>> types, notes = job.result(onnx.load(os.path.join(folder, "m.onnx")))
+    >>> path = str(zoo.save("mlp"))
+    >>> job = BackgroundInference(path)
+    >>> types, notes = job.result(onnx.load(path))
     >>> types[()]["logits"][0], notes
     (('batch', 10), [])
     """
@@ -433,7 +496,7 @@ class BackgroundInference:
         self._thread.start()
 
     def _run(self, path: str, shapes: dict[str, list[int]] | None, timeout: float | None) -> None:
-        from . import worker
+        from explorer.isolation import worker
 
         try:
             self._outcome = worker.run_on_model(

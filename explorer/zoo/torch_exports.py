@@ -30,7 +30,7 @@ transformer optimisers need.
 Examples
 --------
 >>> import tempfile, onnx
->>> from explorer import torch_zoo
+>>> from explorer.zoo import torch_exports as torch_zoo
 >>> with tempfile.TemporaryDirectory() as tmp:
 ...     path = torch_zoo.export("bert_encoder", tmp)
 ...     model = onnx.load(path)
@@ -54,7 +54,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from .errors import MissingDependencyError, UnknownNameError, UsageError
+from explorer.core.errors import MissingDependencyError, UnknownNameError, UsageError
 
 __all__ = ["NAMES", "SIZES", "export", "spec"]
 
@@ -91,7 +91,7 @@ def _torch() -> Any:
         import torch
     except ImportError:
         raise MissingDependencyError(
-            "explorer.torch_zoo builds models in PyTorch, which is not installed: "
+            "explorer.zoo.torch_exports builds models in PyTorch, which is not installed: "
             "pip install 'onnx-graph-explorer[torch]'"
         ) from None
     return torch

@@ -1,6 +1,6 @@
 """Model files for the worker: a graph's own file when it has one, else a private copy; pass outputs.
 
-Native steps read models from files (:func:`explorer.worker.run_on_model`).
+Native steps read models from files (:func:`explorer.isolation.worker.run_on_model`).
 Serializing a 344 MB model again for every step costs seconds, and a model
 whose weights stay in external files cannot be serialized into one message at
 all above 2 GiB. So a graph remembers a file that holds exactly its model
@@ -27,14 +27,15 @@ import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import ModelLoadError, ModelTooLargeError
-from .io import write_bytes_atomic
-from .weights import external_tensors
+from explorer.core.errors import ModelLoadError, ModelTooLargeError
+from explorer.isolation.io import write_bytes_atomic
+from explorer.onnx_adapter.adapter import onnx_model
+from explorer.onnx_adapter.weights import external_tensors
 
 if TYPE_CHECKING:
     from onnx import ModelProto
 
-    from .graph import ModelGraph
+    from explorer.core.graph import ModelGraph
 
 __all__ = ["scratch_dir", "new_model_dir", "own_folder", "worker_source", "stage_variant", "save_graph_model"]
 
@@ -51,7 +52,7 @@ def scratch_dir() -> Path:
     """
     global _SCRATCH
     if _SCRATCH is None or not _SCRATCH.is_dir():
-        from .worker import defaults
+        from explorer.isolation.worker import defaults
 
         _SCRATCH = Path(tempfile.mkdtemp(prefix="explorer-models-", dir=defaults.tmp_dir))
         atexit.register(shutil.rmtree, _SCRATCH, True)
@@ -92,7 +93,7 @@ def worker_source(graph: ModelGraph) -> str | Any:
     A graph loaded from a file (without ``input_shapes``) or from a pass's output
     file gives that path, so nothing is serialized again. A graph whose large
     weights stay in files (external files, or the model file itself:
-    :func:`explorer.weights.read_model_lazily`) but whose model differs from any
+    :func:`explorer.onnx_adapter.weights.read_model_lazily`) but whose model differs from any
     file (its input shapes were fixed) is written once into a private folder
     beside copies of those files (:func:`stage_variant`), and that
     file is remembered. Otherwise the ``ModelProto`` itself (the worker stages it).
@@ -105,15 +106,12 @@ def worker_source(graph: ModelGraph) -> str | Any:
 
     Examples
     --------
-    >>> import os, tempfile, onnx
-    >>> from explorer import load, zoo
-    >>> folder = tempfile.mkdtemp()
-    >>> onnx.save(zoo.build("mlp"), os.path.join(folder, "m.onnx"))
-    >>> worker_source(load(os.path.join(folder, "m.onnx"))).endswith("m.onnx")
+    >>> from explorer import load
+    >>> from explorer import zoo
+    >>> worker_source(load(zoo.save("mlp"))).endswith("mlp.onnx")
     True
     """
-    if graph.model is None:
-        raise ValueError("only a top-level graph (one with a ModelProto) has a model file")
+    onnx_model(graph, "a model file")
     if graph.lazy_file is not None and graph.lazy_file.changed():
         raise ModelLoadError(
             "the file changed on disk since it was loaded, and the loaded model reads its weights "
@@ -139,14 +137,13 @@ def stage_variant(graph: ModelGraph, model: ModelProto) -> str:
 
     Examples
     --------
-    >>> import os, tempfile, onnx
-    >>> from explorer import load, zoo
-    >>> path = os.path.join(tempfile.mkdtemp(), "r.onnx")
-    >>> onnx.save(zoo.build("resnet18"), path)
-    >>> graph = load(path)
+    >>> import os
+    >>> from explorer import load
+    >>> from explorer import zoo
+    >>> graph = load(zoo.save("resnet18"))
     >>> staged = stage_variant(graph, graph.model)
     >>> sorted(os.listdir(os.path.dirname(staged)))
-    ['model.onnx', 'r.onnx']
+    ['model.onnx', 'resnet18.onnx']
     """
     folder = new_model_dir("copy-")
     own_folder(graph, folder)
@@ -167,7 +164,7 @@ def stage_variant(graph: ModelGraph, model: ModelProto) -> str:
 
 
 def _save_staged(model: ModelProto, target: Path) -> Path:
-    from .tensors import PROTOBUF_LIMIT
+    from explorer.core.tensors import PROTOBUF_LIMIT
 
     if model.ByteSize() >= PROTOBUF_LIMIT:
         raise ModelTooLargeError(
@@ -192,11 +189,12 @@ def save_graph_model(graph: ModelGraph, path: str | os.PathLike[str]) -> Path:
     >>> save_graph_model(load("zoo:mlp"), out).name
     'out.onnx'
     """
-    from . import native, worker
-    from .io import save_model_atomic
+    from explorer.isolation import worker
+    from explorer.isolation.io import save_model_atomic
+    from explorer.onnx_adapter.files import resave
 
     source = worker_source(graph)
     if isinstance(source, str):
-        worker.run_on_model(native.resave, source, output=path, step="save the model")
+        worker.run_on_model(resave, source, output=path, step="save the model")
         return Path(path)
     return save_model_atomic(source, path)

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from ..tensors import shape_from_type
+from explorer.core.tensors import shape_from_type
 
 __all__ = [
     "symbolic_dim_default",

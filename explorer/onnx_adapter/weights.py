@@ -15,7 +15,7 @@ Examples
 >>> import numpy as np
 >>> from onnx import numpy_helper
 >>> w = numpy_helper.from_array(np.arange(6, dtype=np.float32).reshape(2, 3), "w")
->>> from explorer.tensors import array_stats
+>>> from explorer.core.tensors import array_stats
 >>> tensor_array(w, None).sum(), array_stats(tensor_array(w, None))["max"]
 (np.float32(15.0), 5.0)
 """
@@ -33,9 +33,9 @@ import numpy as np
 import onnx
 from onnx import ModelProto, TensorProto, numpy_helper
 
-from .errors import ExternalDataError, MissingExternalDataError, UnsafeExternalDataError
-from .onnx_protos import iter_graphs
-from .tensors import STATS_CHUNK, array_stats, chunk_stats, dtype_bits, shape_bytes
+from explorer.core.errors import ExternalDataError, MissingExternalDataError, UnsafeExternalDataError
+from explorer.core.tensors import STATS_CHUNK, array_stats, chunk_stats, dtype_bits, shape_bytes
+from explorer.onnx_adapter.protos import iter_graphs
 
 __all__ = [
     "LAZY_EXTERNAL_BYTES",
@@ -817,15 +817,14 @@ def read_model_lazily(
 
     Examples
     --------
-    >>> import tempfile, os, onnx
+    >>> import os
     >>> from explorer import zoo
-    >>> folder = tempfile.mkdtemp()
-    >>> onnx.save(zoo.build("resnet18"), os.path.join(folder, "r.onnx"))
-    >>> model = read_model_lazily(os.path.join(folder, "r.onnx"))
+    >>> path = zoo.save("resnet18")
+    >>> model = read_model_lazily(path)
     >>> lazy = external_tensors(model)
     >>> len(lazy) > 0, {e.value for t in lazy for e in t.external_data if e.key == "location"}
-    (True, {'r.onnx'})
-    >>> model.ByteSize() < os.path.getsize(os.path.join(folder, "r.onnx")) / 10
+    (True, {'resnet18.onnx'})
+    >>> model.ByteSize() < os.path.getsize(path) / 10
     True
     """
     path = Path(path)
@@ -853,10 +852,8 @@ def in_model_file(tensor: TensorProto, model_file: str | os.PathLike[str] | None
 
     Examples
     --------
-    >>> import tempfile, os, onnx
     >>> from explorer import zoo
-    >>> path = os.path.join(tempfile.mkdtemp(), "r.onnx")
-    >>> onnx.save(zoo.build("resnet18"), path)
+    >>> path = zoo.save("resnet18")
     >>> tensor = external_tensors(read_model_lazily(path))[0]
     >>> in_model_file(tensor, path), in_model_file(tensor, None)
     (True, False)

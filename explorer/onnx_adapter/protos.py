@@ -1,7 +1,7 @@
 """Walks over ONNX protos that need no graph model: nested subgraphs, declared types, constants.
 
 Shape inference, the weight checks, the summary and the worker's jobs read models with these
-without building a :class:`~explorer.graph.ModelGraph`, so they import onnx but not networkx:
+without building a :class:`~explorer.core.graph.ModelGraph`, so they import onnx but not networkx:
 the worker starts faster, and nothing here depends on how a graph is drawn.
 
 Examples
@@ -20,7 +20,7 @@ from typing import Any
 import onnx
 from onnx import AttributeProto, GraphProto, NodeProto, TensorProto
 
-from .tensors import Shape, shape_from_type
+from explorer.core.tensors import Shape, shape_from_type
 
 __all__ = [
     "GraphPath",
