@@ -6,9 +6,9 @@ import math
 
 import numpy as np
 
-from .ordering import _Placement
-from .value import Layout
-from .visible import _Visible
+from explorer.views.layout.ordering import _Placement
+from explorer.views.layout.value import Layout
+from explorer.views.layout.visible import _Visible
 
 __all__: list[str] = []
 

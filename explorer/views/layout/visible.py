@@ -8,12 +8,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .value import Collapse, Scope, group_id
+from explorer.views.layout.value import Collapse, Scope, group_id
 
 if TYPE_CHECKING:
     import networkx as nx
 
-    from ..graph import ModelGraph
+    from explorer.core.graph import ModelGraph
 
 
 __all__ = ["auto_collapse", "repeated_depths"]
@@ -165,7 +165,7 @@ def auto_collapse(
     2
     """
     g = graph.nx
-    if graph.ir != "onnx" and any(scope for _, scope in g.nodes(data="scope", default=())):
+    if not graph.adapter.scopes_from_names and any(scope for _, scope in g.nodes(data="scope", default=())):
         return 1
     if g.number_of_nodes() <= max_items:
         return None

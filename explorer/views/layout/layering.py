@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from .visible import _Visible
+from explorer.views.layout.visible import _Visible
 
 __all__: list[str] = []
 

@@ -1,14 +1,14 @@
 """What each drawn box says and how big it is: the header, the body lines and the size in layout units.
 
 An op box reads like Netron's: a header with the op type, coloured by its
-category (:mod:`explorer.op_categories`), and a body with the weights' shapes
+category (:mod:`explorer.core.op_categories`), and a body with the weights' shapes
 (``W 64×3×7×7``) and the op's key attributes. A weight is named by the input it
 feeds (the op schema's name for that slot), also when it reaches the op through a
-hidden DequantizeLinear (:func:`explorer.qdq.hide_qdq`); its type is shown when it
+hidden DequantizeLinear (:func:`explorer.views.qdq.hide_qdq`); its type is shown when it
 is not one a float model's weights have (``W int8 64×3×7×7``, ``B int32 64``). A collapsed scope says its
 name, node count and op mix; graph inputs and outputs say their shape.
 
-Sizes are in *layout units*: the units of :class:`explorer.layout.Layout`
+Sizes are in *layout units*: the units of :class:`explorer.views.layout.Layout`
 positions, where one layer is ``vgap = 1``. At the *reading zoom*,
 :data:`PX_PER_UNIT` pixels per unit, the text has its nominal size
 (:data:`HEADER_FONT`, :data:`BODY_FONT`) and fits its box; the figure shows the
@@ -34,11 +34,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from .op_categories import ATTRIBUTE_LABELS, KEY_ATTRIBUTES, category_of
-from .tensors import format_shape
+from explorer.core.op_categories import ATTRIBUTE_LABELS, KEY_ATTRIBUTES, category_of
+from explorer.core.tensors import format_shape
 
 if TYPE_CHECKING:
-    from .graph import ModelGraph
+    from explorer.core.graph import ModelGraph
 
 __all__ = [
     "PX_PER_UNIT",
@@ -97,7 +97,7 @@ class BoxText:
     body : tuple of str
         Further lines (weights, attributes, op mix, shape), at most :data:`MAX_BODY_LINES`.
     category : str
-        Op category id (:mod:`explorer.op_categories`).
+        Op category id (:mod:`explorer.core.op_categories`).
     """
 
     header: str

@@ -16,17 +16,13 @@ import html
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from onnx import TensorProto
-
-from .graph_memo import PerGraph
-from .onnx_protos import constant_tensor
-from .tensors import format_bytes, format_shape
-from .weights import tensor_stats
+from explorer.core.tensors import format_bytes, format_shape
+from explorer.views.tables import html_table
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .graph import ModelGraph
+    from explorer.core.graph import ModelGraph
 
 __all__ = ["NodeDetails", "node_details", "details_html", "find_tensor", "weight_stats", "STATS_MAX_ELEMENTS"]
 
@@ -107,8 +103,8 @@ class NodeDetails:
         return pd.DataFrame(rows, columns=["role", "tensor", "shape", "dtype", "peer"])
 
 
-def find_tensor(graph: ModelGraph, name: str) -> TensorProto | None:
-    """The ``TensorProto`` of an initializer or ``Constant`` output of this graph, or ``None``.
+def find_tensor(graph: ModelGraph, name: str) -> Any | None:
+    """The IR's object holding a weight's values (an ONNX ``TensorProto``), or ``None``.
 
     Examples
     --------
@@ -116,15 +112,7 @@ def find_tensor(graph: ModelGraph, name: str) -> TensorProto | None:
     >>> find_tensor(load("zoo:mlp"), "fc1.weight").dims
     [256, 784]
     """
-    if graph.proto is None:  # not an ONNX graph: no TensorProtos
-        return None
-    cache = _INITIALIZERS(graph)
-    if name in cache:
-        return cache[name]
-    for node in graph.proto.node:
-        if node.op_type == "Constant" and node.output and node.output[0] == name:
-            return constant_tensor(node)
-    return None
+    return graph.adapter.find_tensor(graph, name)
 
 
 def weight_stats(graph: ModelGraph, name: str) -> dict[str, float] | None:
@@ -149,14 +137,7 @@ def weight_stats(graph: ModelGraph, name: str) -> dict[str, float] | None:
     >>> sorted(stats)
     ['max', 'mean', 'min', 'std']
     """
-    tensor = find_tensor(graph, name)
-    info = graph.weights.get(name)
-    if tensor is None or (info is not None and not info.loaded):
-        return None
-    try:
-        return tensor_stats(tensor, graph.weights_dir, graph.source)
-    except (TypeError, ValueError):  # exotic dtypes numpy cannot hold
-        return None
+    return graph.adapter.weight_stats(graph, name)
 
 
 def node_details(graph: ModelGraph, node_id: str) -> NodeDetails:
@@ -248,37 +229,37 @@ def details_html(details: NodeDetails) -> str:
     if details.scope:
         parts.append(f"<div>scope: <code>{_esc('/'.join(details.scope))}</code></div>")
     if details.attributes:
-        rows = "".join(
-            f"<tr><td>{_esc(k)}</td><td><code>{_esc(_short(v))}</code></td></tr>"
-            for k, v in sorted(details.attributes.items())
-        )
-        parts.append(f"<b>attributes</b><table>{rows}</table>")
+        rows = [(_esc(k), f"<code>{_esc(_short(v))}</code>") for k, v in sorted(details.attributes.items())]
+        parts.append(f"<b>attributes</b>{html_table(rows)}")
     # one column: each tensor's name on its own line (long names wrap anywhere), then its shape
     # (never broken) and where it goes, so a narrow panel reads like a list, not a squeezed table
     for label, entries, peer in (("inputs", details.inputs, "from"), ("outputs", details.outputs, "to")):
         if entries:
-            rows = "".join(
-                f"<tr><td>{_tensor_name(e['tensor'])}"
-                f'<div class="oge-meta">{_shape_dtype(e["shape"], e["dtype"])}'
-                + (f" · {peer} <code>{_esc(_short(e['peer'], 80))}</code>" if e.get("peer") else "")
-                + "</div></td></tr>"
+            cells = [
+                (
+                    f"{_tensor_name(e['tensor'])}"
+                    f'<div class="oge-meta">{_shape_dtype(e["shape"], e["dtype"])}'
+                    + (f" · {peer} <code>{_esc(_short(e['peer'], 80))}</code>" if e.get("peer") else "")
+                    + "</div>",
+                )
                 for e in entries
-            )
-            parts.append(f"<b>{label}</b><table>{rows}</table>")
+            ]
+            parts.append(f"<b>{label}</b>{html_table(cells)}")
     if details.weights:
-        rows = []
+        weights = []
         for w in details.weights:
             stats = w.get("stats") or {}
             stat_text = " ".join(f"{k}={v:.3g}" for k, v in stats.items())
             values = "" if w.get("values") is None else f" = <code>{_esc(_short(w['values'], 60))}</code>"
-            rows.append(
-                f"<tr><td>{_tensor_name(w['name'])}"
-                f'<div class="oge-meta">{_shape_dtype(w["shape"], w["dtype"])} · '
-                f'<span title="{w["nbytes"]:,} bytes">{format_bytes(w["nbytes"])}</span>{values}</div>'
-                + (f'<div class="oge-meta">{_esc(stat_text)}</div>' if stat_text else "")
-                + "</td></tr>"
+            weights.append(
+                (
+                    f"{_tensor_name(w['name'])}"
+                    f'<div class="oge-meta">{_shape_dtype(w["shape"], w["dtype"])} · '
+                    f'<span title="{w["nbytes"]:,} bytes">{format_bytes(w["nbytes"])}</span>{values}</div>'
+                    + (f'<div class="oge-meta">{_esc(stat_text)}</div>' if stat_text else ""),
+                )
             )
-        parts.append(f"<b>weights</b><table>{''.join(rows)}</table>")
+        parts.append(f"<b>weights</b>{html_table(weights)}")
     if details.subgraphs:
         parts.append(f"<b>subgraphs</b>: {_esc(', '.join(details.subgraphs))}")
     parts.append("</div>")
@@ -291,8 +272,3 @@ def _tensor_name(name: str) -> str:
 
 def _shape_dtype(shape: Any, dtype: str | None) -> str:
     return f'<span class="oge-shape">{_esc(format_shape(shape))} {_esc(dtype or "")}</span>'
-
-
-_INITIALIZERS: PerGraph[dict[str, TensorProto]] = PerGraph(
-    "initializers by name", lambda graph: {t.name: t for t in graph.proto.initializer}
-)

@@ -26,8 +26,11 @@ from typing import Any
 
 import plotly.io as pio
 
-from . import __version__
-from .figures import (
+from explorer import __version__
+from explorer.core.graph import ModelGraph
+from explorer.isolation.io import write_text_atomic
+from explorer.onnx_adapter.load import load
+from explorer.views.figures import (
     DETAILS,
     EDGE_LABEL_LIMIT,
     EDGE_LABELS,
@@ -39,11 +42,8 @@ from .figures import (
     op_histogram_figure,
     timeline_figure,
 )
-from .graph import ModelGraph
-from .io import write_text_atomic
-from .layout import auto_collapse, layered
-from .load import load
-from .node_boxes import TEXT_ZOOM
+from explorer.views.layout import auto_collapse, layered
+from explorer.views.node_boxes import TEXT_ZOOM
 
 __all__ = ["build_html", "save", "LABEL_TOGGLE_JS"]
 
@@ -117,7 +117,7 @@ LABEL_TOGGLE_JS = string.Template("""
 )
 """Shows box text and edge shapes in the report's graphs once the zoom makes them readable (``post_script``).
 
-The same rule as :func:`explorer.figures.text_visibility` (GraphView's), in the page.
+The same rule as :func:`explorer.views.figures.text_visibility` (GraphView's), in the page.
 """
 
 _STYLE = """
@@ -233,7 +233,7 @@ def save(
     path : path
         Where to write the ``.html`` file.
     pipeline : str or list, optional
-        Passes to run and report step by step (see :func:`explorer.timeline.run_pipeline`).
+        Passes to run and report step by step (see :func:`explorer.passes.pipeline.run_pipeline`).
     input_shapes : mapping, optional
         Fixed input shapes for loading and the passes.
     title : str, optional
@@ -252,7 +252,7 @@ def save(
     graph = source if isinstance(source, ModelGraph) else load(source, input_shapes=input_shapes)
     timeline = None
     if pipeline:
-        from .timeline import run_pipeline
+        from explorer.passes.pipeline import run_pipeline
 
         timeline = run_pipeline(graph, pipeline, input_shapes=input_shapes)
     text = build_html(graph, title=title, timeline=timeline, collapse=collapse)

@@ -1,4 +1,4 @@
-""":func:`layered`: from the visible graph to a memoized :class:`~explorer.layout.Layout`."""
+""":func:`layered`: from the visible graph to a memoized :class:`~explorer.views.layout.Layout`."""
 
 from __future__ import annotations
 
@@ -7,17 +7,17 @@ from collections.abc import Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from .cache import _cache_get, _cache_put, graph_fingerprint, layout_digest
-from .layering import _layering, _rank_of
-from .ordering import MAXITER, _Placement, _refine, _sugiyama
-from .sizes import _item_sizes, _size_key
-from .stabilize import _stabilize
-from .straighten import _slot_of, _straighten
-from .value import BOX_GAP, Collapse, Edge, Layout, NodeSize, Point, Size
-from .visible import _normalize_collapse, _Visible, _visible
+from explorer.views.layout.cache import _cache_get, _cache_put, graph_fingerprint, layout_digest
+from explorer.views.layout.layering import _layering, _rank_of
+from explorer.views.layout.ordering import MAXITER, _Placement, _refine, _sugiyama
+from explorer.views.layout.sizes import _item_sizes, _size_key
+from explorer.views.layout.stabilize import _stabilize
+from explorer.views.layout.straighten import _slot_of, _straighten
+from explorer.views.layout.value import BOX_GAP, Collapse, Edge, Layout, NodeSize, Point, Size
+from explorer.views.layout.visible import _normalize_collapse, _Visible, _visible
 
 if TYPE_CHECKING:
-    from ..graph import ModelGraph
+    from explorer.core.graph import ModelGraph
 
 
 __all__ = ["layered"]

@@ -10,8 +10,8 @@ from operator import itemgetter
 
 import numpy as np
 
-from .ordering import _Layers
-from .visible import _Visible
+from explorer.views.layout.ordering import _Layers
+from explorer.views.layout.visible import _Visible
 
 __all__: list[str] = []
 

@@ -1,4 +1,4 @@
-"""Edge crossings of any :class:`~explorer.layout.Layout`, bends included."""
+"""Edge crossings of any :class:`~explorer.views.layout.Layout`, bends included."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .value import Layout, Point
+from explorer.views.layout.value import Layout, Point
 
 __all__ = ["count_crossings"]
 

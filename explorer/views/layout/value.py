@@ -103,7 +103,7 @@ class Layout:
     Examples
     --------
     >>> from explorer import load
-    >>> from explorer.layout import layered
+    >>> from explorer.views.layout import layered
     >>> lay = layered(load("zoo:resnet18"), collapse=1)
     >>> lay.kinds["scope:layer1"], len(lay.groups["scope:layer1"]) > 10
     ('group', True)
@@ -133,7 +133,7 @@ class Layout:
         Examples
         --------
         >>> from explorer import load
-        >>> from explorer.layout import graph_fingerprint, layered
+        >>> from explorer.views.layout import graph_fingerprint, layered
         >>> g = load("zoo:mlp")
         >>> layered(g).key == (graph_fingerprint(g), ())
         True
@@ -147,7 +147,7 @@ class Layout:
         Examples
         --------
         >>> from explorer import load
-        >>> from explorer.layout import layered
+        >>> from explorer.views.layout import layered
         >>> lay = layered(load("zoo:mlp"), collapse=1)
         >>> lay.item_of["/Flatten"]
         '/Flatten'
@@ -163,7 +163,7 @@ class Layout:
         Examples
         --------
         >>> from explorer import load
-        >>> from explorer.layout import layered
+        >>> from explorer.views.layout import layered
         >>> xmin, ymin, xmax, ymax = layered(load("zoo:mlp")).bbox()
         >>> ymax, ymin < 0
         (0.0, True)
@@ -185,7 +185,7 @@ class Layout:
         Examples
         --------
         >>> from explorer import load
-        >>> from explorer.layout import layered
+        >>> from explorer.views.layout import layered
         >>> layered(load("zoo:mlp")).to_frame().columns.tolist()
         ['item', 'x', 'y', 'layer', 'kind', 'size']
         """
@@ -210,7 +210,7 @@ class Layout:
         --------
         >>> import json
         >>> from explorer import load
-        >>> from explorer.layout import layered
+        >>> from explorer.views.layout import layered
         >>> d = layered(load("zoo:mlp")).to_dict()
         >>> sorted(d)
         ['collapsed', 'edges', 'groups', 'hgap', 'items', 'version', 'vgap']

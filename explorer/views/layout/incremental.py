@@ -8,17 +8,17 @@ from collections.abc import Callable, Iterable, Sequence
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
-from .build import layered
-from .cache import _expanded_from, _remember_expansion, graph_fingerprint
-from .layering import _layering, _rank_of
-from .ordering import MAXITER, _Placement, _refine, _separation, _sugiyama
-from .sizes import _item_sizes
-from .straighten import _slot_of, _straighten
-from .value import Edge, Layout, Point, Scope, Size, group_id
-from .visible import _Visible, _visible
+from explorer.views.layout.build import layered
+from explorer.views.layout.cache import _expanded_from, _remember_expansion, graph_fingerprint
+from explorer.views.layout.layering import _layering, _rank_of
+from explorer.views.layout.ordering import MAXITER, _Placement, _refine, _separation, _sugiyama
+from explorer.views.layout.sizes import _item_sizes
+from explorer.views.layout.straighten import _slot_of, _straighten
+from explorer.views.layout.value import Edge, Layout, Point, Scope, Size, group_id
+from explorer.views.layout.visible import _Visible, _visible
 
 if TYPE_CHECKING:
-    from ..graph import ModelGraph
+    from explorer.core.graph import ModelGraph
 
 
 __all__ = ["expand", "collapse_group"]

@@ -9,12 +9,12 @@ from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..node_boxes import PX_PER_UNIT, node_box_size
-from .value import NodeSize, Size
-from .visible import _Visible
+from explorer.views.layout.value import NodeSize, Size
+from explorer.views.layout.visible import _Visible
+from explorer.views.node_boxes import PX_PER_UNIT, node_box_size
 
 if TYPE_CHECKING:
-    from ..graph import ModelGraph
+    from explorer.core.graph import ModelGraph
 
 
 __all__ = ["PX_PER_UNIT", "label_size"]
@@ -23,7 +23,7 @@ __all__ = ["PX_PER_UNIT", "label_size"]
 def label_size(data: Mapping[str, Any]) -> Size:
     """Default ``(width, height)`` of an item's box in layout units: the size of the box the figure draws.
 
-    The one rule is :func:`explorer.node_boxes.node_box_size` (header: the op
+    The one rule is :func:`explorer.views.node_boxes.node_box_size` (header: the op
     type, a collapsed scope's ``"name · N ops"``, an input's name; body: weight
     shapes, key attributes, a scope's op mix, an input's shape), whose text fits
     at :data:`PX_PER_UNIT` pixels per unit. ``data`` is a node's data dict
@@ -34,7 +34,7 @@ def label_size(data: Mapping[str, Any]) -> Size:
     Examples
     --------
     >>> from explorer import load
-    >>> from explorer.node_boxes import node_box_size
+    >>> from explorer.views.node_boxes import node_box_size
     >>> g = load("zoo:resnet18")
     >>> label_size(g.nx.nodes["/conv1/Conv"]) == node_box_size(g.nx.nodes["/conv1/Conv"])
     True

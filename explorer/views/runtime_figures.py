@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING
 import plotly.graph_objects as go
 
 if TYPE_CHECKING:
-    from .runtimes.bench import BenchReport
-    from .runtimes.profile import Profile
-    from .runtimes.roofline import Roofline
+    from explorer.runtimes.bench import BenchReport
+    from explorer.runtimes.profile import Profile
+    from explorer.runtimes.roofline import Roofline
 
 __all__ = ["latency_figure", "kernel_time_figure", "roofline_figure", "RUNTIME_COLORS"]
 

@@ -61,14 +61,14 @@ True
 
 from __future__ import annotations
 
-from .build import layered
-from .cache import CACHE_SIZE, clear_cache, graph_fingerprint, layout_digest
-from .crossings import count_crossings
-from .incremental import collapse_group, expand
-from .ordering import MAXITER
-from .sizes import PX_PER_UNIT, label_size
-from .value import BOX_GAP, GROUP_PREFIX, Layout, group_id
-from .visible import auto_collapse, repeated_depths
+from explorer.views.layout.build import layered
+from explorer.views.layout.cache import CACHE_SIZE, clear_cache, graph_fingerprint, layout_digest
+from explorer.views.layout.crossings import count_crossings
+from explorer.views.layout.incremental import collapse_group, expand
+from explorer.views.layout.ordering import MAXITER
+from explorer.views.layout.sizes import PX_PER_UNIT, label_size
+from explorer.views.layout.value import BOX_GAP, GROUP_PREFIX, Layout, group_id
+from explorer.views.layout.visible import auto_collapse, repeated_depths
 
 __all__ = [
     "GROUP_PREFIX",

@@ -20,7 +20,7 @@ Examples
 (True, 0)
 >>> len(view.op_nodes()) < len(g.op_nodes())
 True
->>> from explorer.node_boxes import box_text
+>>> from explorer.views.node_boxes import box_text
 >>> box_text(view.nx.nodes["/conv1/Conv"]).body[0]  # the float graph's "W 32×3×3×3", with its type
 'W int8 32×3×3×3  B 32'
 """
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from .graph import ModelGraph
+from explorer.core.graph import ModelGraph
 
 __all__ = ["QDQ_OPS", "hide_qdq", "is_qdq"]
 
@@ -104,18 +104,9 @@ def hide_qdq(graph: ModelGraph) -> ModelGraph:
     counts = Counter(graph.op_counts)
     for op in QDQ_OPS:
         counts.pop(op, None)
-    view = ModelGraph(
+    view = graph.derive(
         nx_graph,
-        proto=graph.proto,
-        model=graph.model,
-        weights=graph.weights,
-        source=graph.source,
         notes=[*graph.notes, f"{len(hidden)} QuantizeLinear / DequantizeLinear nodes hidden"],
-        depth=graph.depth,
-        ir=graph.ir,
-        name=graph.name,
         op_counts=counts,
     )
-    view.model_path, view.weights_dir, view.graph_path = graph.model_path, graph.weights_dir, graph.graph_path
-    view.lazy_file = graph.lazy_file
     return view

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING
 import plotly.graph_objects as go
 
 if TYPE_CHECKING:
-    from .targets.coverage import CoverageReport
-    from .targets.partition import Partitioning
+    from explorer.targets.coverage import CoverageReport
+    from explorer.targets.partition import Partitioning
 
 __all__ = [
     "op_support_heatmap",
