@@ -17,8 +17,8 @@ True
 
 from __future__ import annotations
 
-from .base import FunctionPass, Pass, PassResult, models_differ
-from .registry import (
+from explorer.passes.base import FunctionPass, Pass, PassResult, models_differ
+from explorer.passes.registry import (
     FAMILIES,
     get_pass,
     list_passes,

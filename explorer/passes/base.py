@@ -4,7 +4,7 @@ A pass takes an ``onnx.ModelProto`` and returns a :class:`PassResult` with the
 new model, whether it changed anything, how long it took and what it logged.
 It never modifies its input. Native passes (onnxoptimizer, onnxsim, onnxscript,
 ONNX Runtime and its transformer optimizer, the version converter) run in a
-worker process (:mod:`explorer.worker`),
+worker process (:mod:`explorer.isolation.worker`),
 so a crash in them is a typed error, not a dead kernel.
 
 Examples
@@ -18,6 +18,7 @@ Examples
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -28,11 +29,11 @@ from typing import Any, Protocol, runtime_checkable
 import onnx
 from onnx import ModelProto
 
-from ..errors import ModelTooLargeError
-from ..tensors import PROTOBUF_LIMIT, format_bytes
-from ..weights import content_key, model_bytes
+from explorer.core.errors import ModelTooLargeError
+from explorer.core.tensors import PROTOBUF_LIMIT, format_bytes
+from explorer.onnx_adapter.weights import content_key, model_bytes
 
-__all__ = ["Pass", "PassResult", "FunctionPass", "Runner", "models_differ"]
+__all__ = ["Pass", "PassResult", "FunctionPass", "Runner", "models_differ", "CONTRACT_CHECK_BYTES"]
 
 Runner = Callable[[Any, Mapping[str, Any]], tuple[Any, list[str]]]
 """How a pass does its work: ``(model, parameters) -> (new model, log lines)``.
@@ -40,8 +41,14 @@ Runner = Callable[[Any, Mapping[str, Any]], tuple[Any, list[str]]]
 The new model is a ``ModelProto``, or the path of the file the pass wrote (then
 the run loads its structure and keeps the path, so later steps read that file
 instead of a re-serialized copy). A runner marked ``accepts_path = True`` may
-also be given a model file's path instead of the ``ModelProto``.
+also be given a model file's path instead of the ``ModelProto``. A runner marked
+``isolated = True`` runs in the worker: the caller's ``ModelProto`` reaches it serialized,
+so it cannot edit it in place.
 """
+
+CONTRACT_CHECK_BYTES = 16 * 2**20
+"""Largest model (serialized bytes) whose digest :meth:`FunctionPass.run` compares before and after
+an in-process runner (a few tens of milliseconds at this size); larger models are not checked."""
 
 
 @dataclass(frozen=True)
@@ -133,7 +140,7 @@ def models_differ(
 ) -> bool:
     """Whether two models differ in anything a pass can change (graph, opsets, functions).
 
-    Initializers compare by content (:func:`~explorer.weights.content_key`), wherever
+    Initializers compare by content (:func:`~explorer.onnx_adapter.weights.content_key`), wherever
     their values are: in memory, or in files resolved in ``before_dir`` / ``after_dir``
     (external data, or a model file :func:`explorer.load` left its weights in).
 
@@ -186,7 +193,7 @@ class FunctionPass:
     large_models : bool
         Whether the pass works on models over protobuf's 2 GiB limit (through
         external data). Passes that do not are refused before they start, with
-        :class:`~explorer.errors.ModelTooLargeError`.
+        :class:`~explorer.core.errors.ModelTooLargeError`.
 
     Examples
     --------
@@ -235,6 +242,9 @@ class FunctionPass:
         ------
         ModelTooLargeError
             The model is over 2 GiB with its weights and the pass cannot take that.
+        RuntimeError
+            An in-process runner edited ``model`` in place (checked by digest for models up to
+            :data:`CONTRACT_CHECK_BYTES`; runners marked ``isolated`` run in the worker and cannot).
 
         Examples
         --------
@@ -242,8 +252,19 @@ class FunctionPass:
         >>> from explorer.passes import get_pass
         >>> get_pass("eliminate_identity").run(zoo.build("mlp")).modified
         False
+
+        A runner that edits its input breaks the contract, and the run says so:
+
+        >>> def strip_last(model, params):
+        ...     del model.graph.node[-1]
+        ...     return model, []
+        >>> FunctionPass("strip_last", "onnx", "Edits its input.", strip_last).run(zoo.build("mlp"))
+        Traceback (most recent call last):
+        ...
+        RuntimeError: pass 'strip_last' modified its input model in place; a pass must leave its input ...
         """
         self.check_size(model)
+        before = _digest(model) if not getattr(self.runner, "isolated", False) else None
         source: Any = model
         if model_path is not None and getattr(self.runner, "accepts_path", False):
             source = os.fspath(model_path)
@@ -254,6 +275,11 @@ class FunctionPass:
             path = Path(new_model)
             new_model = onnx.load(os.fspath(path), load_external_data=False)
         elapsed = time.perf_counter() - start
+        if before is not None and _digest(model) != before:
+            raise RuntimeError(
+                f"pass {self.name!r} modified its input model in place; a pass must leave its input "
+                "alone (copy it first: copy = onnx.ModelProto(); copy.CopyFrom(model))"
+            )
         if new_model is model:
             copy = onnx.ModelProto()
             copy.CopyFrom(model)
@@ -280,3 +306,10 @@ class FunctionPass:
             "weights. ONNX Runtime's levels (ort:basic, ort:extended, ort:all) work on it through "
             "external data; or make the weights smaller first (e.g. float16 or quantized weights)"
         )
+
+
+def _digest(model: ModelProto) -> bytes | None:
+    """The SHA-256 of the model's deterministic serialization; None when it is too large to hash quickly."""
+    if model.ByteSize() > CONTRACT_CHECK_BYTES:
+        return None
+    return hashlib.sha256(model.SerializeToString(deterministic=True)).digest()

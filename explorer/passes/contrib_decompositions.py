@@ -26,9 +26,9 @@ import numpy as np
 import onnx
 from onnx import ModelProto, NodeProto, helper, numpy_helper
 
-from ..native import save_model
-from ..onnx_protos import declared_types
-from ..unique_names import UniqueNames
+from explorer.core.unique_names import UniqueNames
+from explorer.onnx_adapter.files import save_model
+from explorer.onnx_adapter.protos import declared_types
 
 __all__ = ["decompose_contrib", "decompose_contrib_step", "DECOMPOSABLE", "CONTRIB_DOMAIN"]
 
@@ -311,11 +311,11 @@ def decompose_contrib_step(path: str, ops: Sequence[str] | None = None, *, out_p
 
     Examples
     --------
-    >>> import os, tempfile, onnx
+    >>> import os, tempfile
     >>> from explorer import zoo
     >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     onnx.save(zoo.build("custom_domain"), os.path.join(tmp, "in.onnx"))
-    ...     log = decompose_contrib_step(os.path.join(tmp, "in.onnx"), out_path=os.path.join(tmp, "o.onnx"))
+    ...     src = str(zoo.save("custom_domain", tmp))
+    ...     log = decompose_contrib_step(src, out_path=os.path.join(tmp, "o.onnx"))
     >>> len(log)
     3
     """

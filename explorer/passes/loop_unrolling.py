@@ -25,9 +25,9 @@ import numpy as np
 import onnx
 from onnx import GraphProto, ModelProto, NodeProto, helper, numpy_helper
 
-from ..native import save_model
-from ..onnx_protos import constant_tensor, iter_graphs, subgraph_attrs
-from ..unique_names import UniqueNames
+from explorer.core.unique_names import UniqueNames
+from explorer.onnx_adapter.files import save_model
+from explorer.onnx_adapter.protos import constant_tensor, iter_graphs, subgraph_attrs
 
 __all__ = ["unroll_loops", "unroll_loops_step", "MAX_TRIPS"]
 
@@ -254,11 +254,10 @@ def unroll_loops_step(path: str, max_trips: int = MAX_TRIPS, *, out_path: str) -
 
     Examples
     --------
-    >>> import os, tempfile, onnx
+    >>> import os, tempfile
     >>> from explorer import zoo
     >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     onnx.save(zoo.build("control_flow"), os.path.join(tmp, "in.onnx"))
-    ...     unroll_loops_step(os.path.join(tmp, "in.onnx"), out_path=os.path.join(tmp, "out.onnx"))
+    ...     unroll_loops_step(str(zoo.save("control_flow", tmp)), out_path=os.path.join(tmp, "out.onnx"))
     ['/loop/Loop: unrolled 3 iterations (18 nodes)']
     """
     model, log = unroll_loops(onnx.load(path), max_trips)

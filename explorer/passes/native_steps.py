@@ -1,7 +1,7 @@
 """The native work of each pass, as top-level functions that run inside the worker process.
 
 Each takes the input model's path first and ``out_path=`` last (see
-:func:`explorer.worker.run_on_model`), writes the new model there and returns
+:func:`explorer.isolation.worker.run_on_model`), writes the new model there and returns
 log lines. They import the native libraries lazily, so the parent process
 never loads onnxoptimizer, onnxsim or ONNX Runtime's optimiser for a pass.
 
@@ -10,8 +10,7 @@ Examples
 >>> import tempfile, os, onnx
 >>> from explorer import zoo
 >>> with tempfile.TemporaryDirectory() as tmp:
-...     src, dst = os.path.join(tmp, "in.onnx"), os.path.join(tmp, "out.onnx")
-...     onnx.save(zoo.build("resnet18"), src)
+...     src, dst = str(zoo.save("resnet18", tmp)), os.path.join(tmp, "out.onnx")
 ...     log = onnxoptimizer_step(src, ["fuse_bn_into_conv"], out_path=dst)
 ...     len(onnx.load(dst).graph.node)
 49
@@ -22,11 +21,13 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import onnx
 
-from .. import native
-from ..native import save_model
+from explorer.isolation.worker import report
+from explorer.onnx_adapter.files import save_model
+from explorer.runtimes.ort import create_ort_session
 
 __all__ = [
     "onnxoptimizer_step",
@@ -38,6 +39,8 @@ __all__ = [
     "ort_optimize_step",
     "version_convert_step",
     "PORTABILITY_SKIPS",
+    "simplify",
+    "optimize",
 ]
 
 PORTABILITY_SKIPS = ("fuse_attention", "fuse_gqa")
@@ -142,14 +145,14 @@ def fold_constants(model: onnx.ModelProto) -> int:
 
 
 def _has_value_info(model: onnx.ModelProto) -> bool:
-    from ..graph import iter_graphs
+    from explorer.onnx_adapter.protos import iter_graphs
 
     return any(len(graph.value_info) for graph, _ in iter_graphs(model.graph))
 
 
 def _drop_inferred_value_info(model: onnx.ModelProto, had: bool) -> None:
     """Remove the shapes our own inference added, so a pass that did nothing leaves the model as it was."""
-    from ..graph import iter_graphs
+    from explorer.onnx_adapter.protos import iter_graphs
 
     if not had:
         for graph, _ in iter_graphs(model.graph):
@@ -174,8 +177,18 @@ def onnxoptimizer_step(
 
     Examples
     --------
-    >>> onnxoptimizer_step.__defaults__
-    (False, True, True)
+    >>> import os, tempfile, onnx
+    >>> from onnx import TensorProto, helper
+    >>> x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    >>> y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+    >>> nodes = [helper.make_node("Identity", ["x"], ["h"]), helper.make_node("Neg", ["h"], ["y"])]
+    >>> graph = helper.make_graph(nodes, "g", [x], [y])
+    >>> model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    >>> src, dst = os.path.join(tempfile.mkdtemp(), "in.onnx"), os.path.join(tempfile.mkdtemp(), "out.onnx")
+    >>> onnx.save(model, src)
+    >>> log = onnxoptimizer_step(src, ["eliminate_identity"], out_path=dst)
+    >>> [n.op_type for n in onnx.load(dst).graph.node]
+    ['Neg']
     """
     import onnxoptimizer
 
@@ -220,11 +233,11 @@ def _fixed_shapes(
 ) -> tuple[dict, list[str]]:
     """Input shapes for onnxsim: the given ones, and defaults for symbolic dims of the rest.
 
-    The defaults are those of :func:`explorer.runtimes.inputs.symbolic_dim_default` (1 for
+    The defaults are those of :func:`explorer.onnx_adapter.inputs.symbolic_dim_default` (1 for
     batch-like names, else 32), so the verification's random inputs fit the fixed model.
     """
-    from ..runtimes.inputs import symbolic_dim_default
-    from ..tensors import shape_from_type
+    from explorer.core.tensors import shape_from_type
+    from explorer.onnx_adapter.inputs import symbolic_dim_default
 
     shapes: dict[str, list[int]] = {k: list(v) for k, v in (given or {}).items()}
     log: list[str] = []
@@ -271,8 +284,21 @@ def onnxsim_step(
 
     Examples
     --------
-    >>> onnxsim_step.__defaults__
-    ('full', None, True)
+    >>> import os, tempfile, onnx
+    >>> import numpy as np
+    >>> from onnx import TensorProto, helper, numpy_helper
+    >>> x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    >>> y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+    >>> one = numpy_helper.from_array(np.ones(2, np.float32), "one")
+    >>> add = helper.make_node("Add", ["one", "one"], ["two"])
+    >>> nodes = [add, helper.make_node("Mul", ["x", "two"], ["y"])]
+    >>> graph = helper.make_graph(nodes, "g", [x], [y], initializer=[one])
+    >>> src, dst = os.path.join(tempfile.mkdtemp(), "in.onnx"), os.path.join(tempfile.mkdtemp(), "out.onnx")
+    >>> onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), src)
+    >>> onnxsim_step(src, "constant_folding", out_path=dst)
+    ['onnxsim constant_folding: check passed']
+    >>> [n.op_type for n in onnx.load(dst).graph.node]  # 1 + 1 folded into a weight
+    ['Mul']
     """
     log: list[str] = []
     shapes = {k: list(v) for k, v in input_shapes.items()} if input_shapes else None
@@ -282,7 +308,7 @@ def onnxsim_step(
         raise ValueError(f"unknown onnxsim mode {mode!r}; use full, constant_folding or shape_ops")
     with tempfile.TemporaryDirectory(prefix="onnxsim-input-", dir=os.path.dirname(out_path)) as tmp:
         source, notes = _trusted_input(path, tmp)
-        summary = native.simplify(
+        summary = simplify(
             source,
             out_path,
             (shapes or None) if mode != "constant_folding" else None,
@@ -299,10 +325,10 @@ def _trusted_input(path: str, folder: str) -> tuple[str, list[str]]:
     onnxsim trusts declared shapes (a stale rank-2 ``value_info`` made it drop a
     Flatten that was not a no-op) and reads paddle2onnx's ``-1`` dims as sizes. When
     the model has either, the copy hides what
-    :func:`explorer.shape_inference.inference_view` hides (outputs keep their declared
+    :func:`explorer.onnx_adapter.shape_inference.inference_view` hides (outputs keep their declared
     shapes); otherwise onnxsim gets ``path`` as it is. The input file is never changed.
     """
-    from ..shape_inference import declaration_conflicts, inference_view
+    from explorer.onnx_adapter.shape_inference import declaration_conflicts, inference_view
 
     structure = onnx.load(path, load_external_data=False)
     conflicts = declaration_conflicts(structure)
@@ -334,12 +360,16 @@ def ort_optimize_step(path: str, level: str, *, out_path: str) -> list[str]:
 
     Examples
     --------
-    >>> ort_optimize_step.__name__
-    'ort_optimize_step'
+    >>> import os, tempfile, onnx
+    >>> from explorer import zoo
+    >>> src, dst = str(zoo.save("mlp")), os.path.join(tempfile.mkdtemp(), "out.onnx")
+    >>> log = ort_optimize_step(src, "extended", out_path=dst)
+    >>> [n.op_type for n in onnx.load(dst).graph.node]  # Gemm + Relu fused
+    ['Flatten', 'FusedGemm', 'FusedGemm', 'Gemm']
     """
     import onnxruntime as ort
 
-    info = native.create_ort_session(path, out_path, optimization_level=level)
+    info = create_ort_session(path, out_path, optimization_level=level)
     return [f"onnxruntime {ort.__version__}: {level} level on {', '.join(info['providers'])}"]
 
 
@@ -348,8 +378,11 @@ def version_convert_step(path: str, opset: int, *, out_path: str) -> list[str]:
 
     Examples
     --------
-    >>> version_convert_step.__name__
-    'version_convert_step'
+    >>> import os, tempfile
+    >>> from explorer import zoo
+    >>> src, dst = str(zoo.save("mlp")), os.path.join(tempfile.mkdtemp(), "out.onnx")
+    >>> version_convert_step(src, 18, out_path=dst)
+    ['opset 17 -> 18']
     """
     from onnx import version_converter
 
@@ -358,3 +391,136 @@ def version_convert_step(path: str, opset: int, *, out_path: str) -> list[str]:
     converted = version_converter.convert_version(model, int(opset))
     save_model(converted, out_path)
     return [f"opset {before} -> {opset}"]
+
+
+def simplify(
+    path: str | os.PathLike[str],
+    out_path: str | os.PathLike[str] | None = None,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    *,
+    check_n: int = 0,
+    perform_optimization: bool = True,
+    skipped_optimizers: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """Simplify a model file with onnxsim (constant folding, shape fixing, optimizer passes).
+
+    Parameters
+    ----------
+    path : str or os.str | os.PathLike[str]
+        The model file (read only).
+    out_path : str or os.str | os.PathLike[str], optional
+        Where to write the simplified model; None keeps only the summary.
+    input_shapes : mapping of str to sequence of int, optional
+        Fixed shapes for dynamic inputs, e.g. ``{"x": [1, 3, 224, 224]}``.
+    check_n : int, optional
+        Compare outputs of the original and simplified model on this many random inputs.
+    perform_optimization : bool, optional
+        Run onnxoptimizer passes as part of simplification, by default True.
+    skipped_optimizers : sequence of str, optional
+        onnxoptimizer passes to leave out.
+
+    Returns
+    -------
+    dict
+        ``nodes_before``, ``nodes_after``, ``check_ok`` and ``out_path``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from onnx import TensorProto, helper, numpy_helper
+    >>> from explorer.isolation import worker
+    >>> x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    >>> y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+    >>> one = numpy_helper.from_array(np.ones(2, np.float32), "one")
+    >>> add = helper.make_node("Add", ["one", "one"], ["two"])
+    >>> nodes = [add, helper.make_node("Mul", ["x", "two"], ["y"])]
+    >>> graph = helper.make_graph(nodes, "g", [x], [y], initializer=[one])
+    >>> model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    >>> summary = worker.run_on_model(simplify, model)
+    >>> summary["nodes_before"], summary["nodes_after"]
+    (2, 1)
+    """
+    import onnxsim
+
+    model = onnx.load(os.fspath(path))
+    before = len(model.graph.node)
+    report(0.1, "simplifying with onnxsim")
+    shapes = None if input_shapes is None else {name: list(dims) for name, dims in input_shapes.items()}
+    simplified, check_ok = onnxsim.simplify(
+        model,
+        check_n=check_n,
+        perform_optimization=perform_optimization,
+        overwrite_input_shapes=shapes,
+        skipped_optimizers=None if skipped_optimizers is None else list(skipped_optimizers),
+    )
+    report(0.9, "saving")
+    if out_path is not None:
+        save_model(simplified, out_path)
+    return {
+        "nodes_before": before,
+        "nodes_after": len(simplified.graph.node),
+        "check_ok": bool(check_ok),
+        "out_path": None if out_path is None else os.fspath(out_path),
+    }
+
+
+def optimize(
+    path: str | os.PathLike[str],
+    out_path: str | os.PathLike[str] | None = None,
+    passes: Sequence[str] | None = None,
+    *,
+    fixed_point: bool = False,
+) -> dict[str, Any]:
+    """Apply onnxoptimizer passes to a model file and summarize it (passes use :func:`onnxoptimizer_step`).
+
+    Parameters
+    ----------
+    path : str or os.str | os.PathLike[str]
+        The model file (read only).
+    out_path : str or os.str | os.PathLike[str], optional
+        Where to write the optimized model; None keeps only the summary.
+    passes : sequence of str, optional
+        Pass names (``onnxoptimizer.get_available_passes()``); None runs the default set.
+    fixed_point : bool, optional
+        Repeat the passes until nothing changes, by default False.
+
+    Returns
+    -------
+    dict
+        ``nodes_before``, ``nodes_after``, ``passes`` and ``out_path``.
+
+    Raises
+    ------
+    ValueError
+        A pass name is unknown.
+
+    Examples
+    --------
+    >>> from onnx import TensorProto, helper
+    >>> from explorer.isolation import worker
+    >>> x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    >>> y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+    >>> nodes = [helper.make_node("Identity", ["x"], ["h"]), helper.make_node("Neg", ["h"], ["y"])]
+    >>> graph = helper.make_graph(nodes, "g", [x], [y])
+    >>> model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    >>> worker.run_on_model(optimize, model, passes=["eliminate_identity"])["nodes_after"]
+    1
+    """
+    import onnxoptimizer
+
+    names = None if passes is None else list(passes)
+    if names is not None:
+        unknown = sorted(set(names) - set(onnxoptimizer.get_available_passes()))
+        if unknown:
+            raise ValueError(f"unknown onnxoptimizer pass(es) {unknown}")
+    model = onnx.load(os.fspath(path))
+    before = len(model.graph.node)
+    optimized = onnxoptimizer.optimize(model, names, fixed_point)
+    if out_path is not None:
+        save_model(optimized, out_path)
+    return {
+        "nodes_before": before,
+        "nodes_after": len(optimized.graph.node),
+        "passes": names,
+        "out_path": None if out_path is None else os.fspath(out_path),
+    }

@@ -3,7 +3,7 @@
 Models exported by ``torch.onnx.export(..., dynamo=True)`` are cleaned up by
 ``onnxscript.optimizer.optimize`` and fused for ONNX Runtime by
 ``onnxscript.rewriter.ort_fusions``. The steps here run one of them on the model at
-a path and write the result to ``out_path`` (see :func:`explorer.worker.run_on_model`).
+a path and write the result to ``out_path`` (see :func:`explorer.isolation.worker.run_on_model`).
 A fusion rule set that matches nothing is run once more under the rewriter's
 ``MatchingTracer``, and the step's log says, per rule, how far its closest
 near-miss got and why it failed, in the tracer's words.
@@ -13,8 +13,8 @@ Examples
 >>> import tempfile, os, onnx
 >>> from explorer import zoo
 >>> with tempfile.TemporaryDirectory() as tmp:
-...     src, dst = os.path.join(tmp, "in.onnx"), os.path.join(tmp, "out.onnx")
-...     onnx.save(zoo.build("transformer", layers=1, hidden=32, heads=2), src)
+...     src = str(zoo.save("transformer", tmp, layers=1, hidden=32, heads=2))
+...     dst = os.path.join(tmp, "out.onnx")
 ...     log = fusion_step(src, "fuse_skip_layer_normalization", out_path=dst)
 ...     sum(n.op_type == "SkipLayerNormalization" for n in onnx.load(dst).graph.node)
 2
@@ -32,9 +32,9 @@ from typing import Any, NamedTuple
 
 import onnx
 
-from ..native import save_model
-from ..op_deltas import format_op_deltas, op_deltas
-from .native_steps import _drop_inferred_value_info, _has_value_info
+from explorer.core.op_deltas import format_op_deltas, op_deltas
+from explorer.onnx_adapter.files import save_model
+from explorer.passes.native_steps import _drop_inferred_value_info, _has_value_info
 
 __all__ = [
     "FUSION_STEPS",
@@ -132,8 +132,17 @@ def optimizer_step(path: str, part: str, *, out_path: str) -> list[str]:
 
     Examples
     --------
-    >>> optimizer_step.__name__
-    'optimizer_step'
+    Run in the worker, as the registry does (onnxscript stays out of this process):
+
+    >>> import os, tempfile
+    >>> from explorer import zoo
+    >>> from explorer.isolation import worker
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     log = worker.run_on_model(
+    ...         optimizer_step, zoo.build("custom_domain"), "inline", output=os.path.join(tmp, "out.onnx")
+    ...     )
+    >>> log[1:]
+    ['inlined the calls of 1 model-local functions', 'op counts: Mul +1, Sigmoid +1, zoo.local::Swish -1']
     """
     import onnx_ir.passes.common as common_passes
     import onnxscript
@@ -362,8 +371,16 @@ def fusion_step(path: str, name: str, *, out_path: str) -> list[str]:
 
     Examples
     --------
-    >>> "fuse_attention" in FUSION_STEPS, fusion_step.__name__
-    (True, 'fusion_step')
+    >>> import os, tempfile
+    >>> from explorer import zoo
+    >>> from explorer.isolation import worker
+    >>> model = zoo.build("transformer", layers=1, hidden=32, heads=2)
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     log = worker.run_on_model(
+    ...         fusion_step, model, "fuse_skip_layer_normalization", output=os.path.join(tmp, "out.onnx")
+    ...     )
+    >>> log[1]
+    'fused 2: SkipLayerNormPreBias -> com.microsoft::SkipLayerNormalization'
     """
     import onnx_ir.passes.common as common_passes
     import onnxscript
@@ -414,8 +431,14 @@ def ort_fusions_step(path: str, *, out_path: str) -> list[str]:
 
     Examples
     --------
-    >>> ort_fusions_step.__name__
-    'ort_fusions_step'
+    >>> import os, tempfile
+    >>> from explorer import zoo
+    >>> from explorer.isolation import worker
+    >>> model = zoo.build("transformer", layers=1, hidden=32, heads=2)
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     log = worker.run_on_model(ort_fusions_step, model, output=os.path.join(tmp, "out.onnx"))
+    >>> log[1]
+    'fusions applied: skip_layer_normalization 2, sdpa 1, bias_gelu 1, sdpa_via_mha 1'
     """
     import onnxscript
     from onnxscript.rewriter.ort_fusions import optimize_for_ort

@@ -15,8 +15,8 @@ Examples
 >>> import tempfile, os, onnx
 >>> from explorer import zoo
 >>> with tempfile.TemporaryDirectory() as tmp:
-...     src, dst = os.path.join(tmp, "in.onnx"), os.path.join(tmp, "out.onnx")
-...     onnx.save(zoo.build("transformer", layers=1, hidden=32, heads=2), src)
+...     src = str(zoo.save("transformer", tmp, layers=1, hidden=32, heads=2))
+...     dst = os.path.join(tmp, "out.onnx")
 ...     log = ort_transformers_step(src, "bert", 2, 32, out_path=dst)
 ...     sorted({n.op_type for n in onnx.load(dst).graph.node if n.domain == "com.microsoft"})
 ['Attention', 'BiasGelu', 'SkipLayerNormalization']
@@ -35,7 +35,7 @@ from typing import Any
 import onnx
 from onnx import helper
 
-from ..native import save_model
+from explorer.onnx_adapter.files import save_model
 
 __all__ = ["MODEL_TYPES", "GPU_ONLY_FUSIONS", "model_types", "ort_transformers_step"]
 
@@ -242,8 +242,17 @@ def ort_transformers_step(
 
     Examples
     --------
-    >>> ort_transformers_step.__defaults__
-    (0, 0, None, False, False, False)
+    Run in the worker, as the registry does (the optimizer stays out of this process):
+
+    >>> import os, tempfile
+    >>> from explorer import zoo
+    >>> from explorer.isolation import worker
+    >>> model = zoo.build("transformer", layers=1, hidden=32, heads=2)
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     out = os.path.join(tmp, "out.onnx")
+    ...     log = worker.run_on_model(ort_transformers_step, model, "bert", 2, 32, output=out)
+    >>> log[-1]
+    'fused operators: Attention 1, BiasGelu 1, LayerNormalization 2, SkipLayerNormalization 2'
     """
     import onnxruntime
     from onnxruntime.transformers.fusion_options import FusionOptions

@@ -14,12 +14,11 @@ Each reads the model file it is given and writes ``out_path``; what it did is th
 
 Examples
 --------
->>> import os, tempfile, onnx
+>>> import os, tempfile
 >>> from explorer import zoo
 >>> with tempfile.TemporaryDirectory() as tmp:
-...     onnx.save(zoo.build("mlp"), os.path.join(tmp, "in.onnx"))
-...     log = fix_shapes_step(os.path.join(tmp, "in.onnx"), {"input": [1, 1, 28, 28]},
-...                           out_path=os.path.join(tmp, "out.onnx"))
+...     src = str(zoo.save("mlp", tmp))
+...     log = fix_shapes_step(src, {"input": [1, 1, 28, 28]}, out_path=os.path.join(tmp, "out.onnx"))
 >>> log[0]
 "input: ['batch', 1, 28, 28] -> [1, 1, 28, 28]"
 """
@@ -34,8 +33,8 @@ from typing import Any
 import numpy as np
 import onnx
 
-from ..native import save_model
-from ..tensors import shape_from_type
+from explorer.core.tensors import shape_from_type
+from explorer.onnx_adapter.files import save_model
 
 __all__ = [
     "fix_shapes_step",
@@ -63,12 +62,11 @@ def fix_shapes_step(
 
     Examples
     --------
-    >>> import os, tempfile, onnx
+    >>> import os
     >>> from explorer import zoo
-    >>> tmp = tempfile.mkdtemp()
-    >>> onnx.save(zoo.build("mlp"), os.path.join(tmp, "in.onnx"))
-    >>> out = os.path.join(tmp, "o.onnx")
-    >>> fix_shapes_step(os.path.join(tmp, "in.onnx"), {"input": [4, 1, 28, 28]}, out_path=out)
+    >>> src = str(zoo.save("mlp"))
+    >>> out = os.path.join(os.path.dirname(src), "o.onnx")
+    >>> fix_shapes_step(src, {"input": [4, 1, 28, 28]}, out_path=out)
     ["input: ['batch', 1, 28, 28] -> [4, 1, 28, 28]"]
     """
     from onnxruntime.tools.onnx_model_utils import fix_output_shapes, make_input_shape_fixed
@@ -94,11 +92,10 @@ def qnn_preprocess_step(path: str, fuse_layernorm: bool = False, *, out_path: st
 
     Examples
     --------
-    >>> import os, tempfile, onnx
+    >>> import os
     >>> from explorer import zoo
-    >>> tmp = tempfile.mkdtemp()
-    >>> onnx.save(zoo.build("mlp"), os.path.join(tmp, "in.onnx"))
-    >>> qnn_preprocess_step(os.path.join(tmp, "in.onnx"), out_path=os.path.join(tmp, "o.onnx"))
+    >>> src = str(zoo.save("mlp"))
+    >>> qnn_preprocess_step(src, out_path=os.path.join(os.path.dirname(src), "o.onnx"))
     ['qnn_preprocess_model changed nothing']
     """
     from onnxruntime.quantization.execution_providers.qnn import qnn_preprocess_model
@@ -162,17 +159,16 @@ def qnn_qdq_step(
 
     Examples
     --------
-    >>> import os, tempfile, onnx
+    >>> import os
     >>> from explorer import zoo
-    >>> tmp = tempfile.mkdtemp()
-    >>> onnx.save(zoo.build("mlp"), os.path.join(tmp, "in.onnx"))
-    >>> qnn_qdq_step(os.path.join(tmp, "in.onnx"), samples=2, out_path=os.path.join(tmp, "o.onnx"))[1]
+    >>> src = str(zoo.save("mlp"))
+    >>> qnn_qdq_step(src, samples=2, out_path=os.path.join(os.path.dirname(src), "o.onnx"))[1]
     '4 QuantizeLinear and 10 DequantizeLinear nodes'
     """
     from onnxruntime.quantization import QuantType, quantize
     from onnxruntime.quantization.execution_providers.qnn import get_qnn_qdq_config
 
-    from ..runtimes.inputs import random_feeds
+    from explorer.onnx_adapter.inputs import random_feeds
 
     types = {
         "uint8": QuantType.QUInt8,

@@ -31,16 +31,17 @@ from __future__ import annotations
 
 import functools
 import shutil
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import onnx
 from onnx import ModelProto
 
-from .. import model_files, worker
-from ..errors import PipelineSyntaxError, UnknownPassError
-from . import (
+from explorer.core.errors import PipelineSyntaxError, UnknownPassError
+from explorer.isolation import worker
+from explorer.onnx_adapter import model_files
+from explorer.passes import (
     contrib_decompositions,
     descriptions,
     loop_unrolling,
@@ -49,7 +50,7 @@ from . import (
     ort_transformers_steps,
     quantization_steps,
 )
-from .base import FunctionPass, Runner
+from explorer.passes.base import FunctionPass, Runner
 
 __all__ = [
     "FAMILIES",
@@ -88,7 +89,7 @@ def _in_worker(
     """Run a native step on ``model`` (a ModelProto or a file) in the worker; return the file it wrote.
 
     The output (and its external data) stays in a private folder of its own
-    (:func:`explorer.model_files.new_model_dir`), so the next step, shape
+    (:func:`explorer.onnx_adapter.model_files.new_model_dir`), so the next step, shape
     inference and the verification read it instead of a re-serialized copy.
     """
     folder = model_files.new_model_dir("pass-")
@@ -115,7 +116,51 @@ def _runner(
         return _in_worker(step, model, *fixed, *extra, label=label, timeout=timeout)
 
     run.accepts_path = True  # type: ignore[attr-defined]
+    run.isolated = True  # type: ignore[attr-defined]  # the worker gets a serialized copy of the model
     return run
+
+
+def _register(
+    passes: dict[str, FunctionPass],
+    name: str,
+    family: str,
+    kind: str,
+    description: str,
+    step: Callable[..., list[str]],
+    *fixed: Any,
+    args: Callable[[Mapping[str, Any]], tuple] | None = None,
+    parameters: Mapping[str, Any] | None = None,
+    large_models: bool = False,
+) -> None:
+    """Add the pass ``name`` running ``step(path, *fixed, *args(params))`` in the worker.
+
+    Its parameters are ``timeout`` (:data:`DEFAULT_PASS_TIMEOUT`) and then ``parameters``.
+    """
+    runner = _runner(step, name, *fixed, from_params=args)
+    defaults = {"timeout": DEFAULT_PASS_TIMEOUT, **(parameters or {})}
+    passes[name] = FunctionPass(
+        name, family, description, runner, defaults, kind=kind, large_models=large_models
+    )
+
+
+_ONNXOPTIMIZER_PARAMETERS = {"fixed_point": False, "cleanup": True, "fold": True}
+_ONNXSIM_PARAMETERS = {"input_shapes": None, "portable": True}
+_ORT_TRANSFORMERS_PARAMETERS = {
+    "num_heads": 0,
+    "hidden_size": 0,
+    "opt_level": None,
+    "gelu_approximation": False,
+    "use_multi_head_attention": False,
+    "gpu_fusions": False,
+}
+_QNN_QDQ_PARAMETERS = {
+    "input_shapes": None,
+    "activation_type": "uint8",
+    "weight_type": "uint8",
+    "samples": quantization_steps.CALIBRATION_SAMPLES,
+    "seed": 0,
+    "calibration": None,
+}
 
 
 def _onnxoptimizer_args(params: Mapping[str, Any]) -> tuple:
@@ -131,31 +176,6 @@ def _onnxsim_args(params: Mapping[str, Any]) -> tuple:
     return (dict(shapes) if shapes else None, bool(params.get("portable", True)))
 
 
-def _onnxoptimizer_runner(passes: Sequence[str], label: str) -> Runner:
-    return _runner(native_steps.onnxoptimizer_step, label, list(passes), from_params=_onnxoptimizer_args)
-
-
-def _onnxsim_runner(mode: str, label: str) -> Runner:
-    return _runner(native_steps.onnxsim_step, label, mode, from_params=_onnxsim_args)
-
-
-def _ort_runner(level: str, label: str) -> Runner:
-    return _runner(native_steps.ort_optimize_step, label, level)
-
-
-_version_runner = _runner(
-    native_steps.version_convert_step, "version_converter", from_params=lambda params: (int(params["opset"]),)
-)
-
-
-def _onnxscript_optimizer_runner(part: str, label: str) -> Runner:
-    return _runner(onnxscript_steps.optimizer_step, label, part)
-
-
-def _onnxscript_fusion_runner(name: str, label: str) -> Runner:
-    return _runner(onnxscript_steps.fusion_step, label, name)
-
-
 def _ort_transformers_args(params: Mapping[str, Any]) -> tuple:
     level = params.get("opt_level")
     return (
@@ -168,10 +188,35 @@ def _ort_transformers_args(params: Mapping[str, Any]) -> tuple:
     )
 
 
-def _ort_transformers_runner(model_type: str, label: str) -> Runner:
-    return _runner(
-        ort_transformers_steps.ort_transformers_step, label, model_type, from_params=_ort_transformers_args
+def _input_shapes_args(params: Mapping[str, Any]) -> tuple:
+    return (params.get("input_shapes"),)
+
+
+def _qnn_preprocess_args(params: Mapping[str, Any]) -> tuple:
+    return (bool(params.get("fuse_layernorm")),)
+
+
+def _qnn_qdq_args(params: Mapping[str, Any]) -> tuple:
+    return (
+        params.get("input_shapes"),
+        params["activation_type"],
+        params["weight_type"],
+        int(params["samples"]),
+        int(params["seed"]),
+        params.get("calibration"),
     )
+
+
+def _opset_args(params: Mapping[str, Any]) -> tuple:
+    return (int(params["opset"]),)
+
+
+def _contrib_args(params: Mapping[str, Any]) -> tuple:
+    return (sorted(params["ops"]) if params.get("ops") else None,)
+
+
+def _unroll_args(params: Mapping[str, Any]) -> tuple:
+    return (int(params["max_trips"]),)
 
 
 def _ort_levels() -> list[str]:
@@ -188,178 +233,58 @@ def _registry() -> dict[str, FunctionPass]:
     import onnxoptimizer
 
     passes: dict[str, FunctionPass] = {}
-    base = {"timeout": DEFAULT_PASS_TIMEOUT}
+    add = functools.partial(_register, passes)
+    text = descriptions
+    optimizer, sim = native_steps.onnxoptimizer_step, native_steps.onnxsim_step
     for name in onnxoptimizer.get_available_passes():
-        passes[name] = FunctionPass(
-            name,
-            "onnxoptimizer",
-            descriptions.ONNXOPTIMIZER.get(name, f"onnxoptimizer pass {name}."),
-            _onnxoptimizer_runner([name], name),
-            {**base, "fixed_point": False, "cleanup": True, "fold": True},
-            kind=descriptions.ONNXOPTIMIZER_KIND.get(name, "rewrite"),
-        )
-    preset = onnxoptimizer.get_fuse_and_elimination_passes()
-    passes["fuse_and_eliminate"] = FunctionPass(
-        "fuse_and_eliminate",
-        "onnxoptimizer",
-        descriptions.ONNXOPTIMIZER["fuse_and_eliminate"],
-        _onnxoptimizer_runner(preset, "fuse_and_eliminate"),
-        {**base, "fixed_point": True, "cleanup": False, "fold": True},
-        kind="fuse",
-    )
+        kind = text.ONNXOPTIMIZER_KIND.get(name, "rewrite")
+        about = text.ONNXOPTIMIZER.get(name, f"onnxoptimizer pass {name}.")
+        add(name, "onnxoptimizer", kind, about, optimizer, [name], args=_onnxoptimizer_args,
+            parameters=_ONNXOPTIMIZER_PARAMETERS)  # fmt: skip
+    preset = list(onnxoptimizer.get_fuse_and_elimination_passes())
+    add("fuse_and_eliminate", "onnxoptimizer", "fuse", text.ONNXOPTIMIZER["fuse_and_eliminate"], optimizer,
+        preset, args=_onnxoptimizer_args,
+        parameters={**_ONNXOPTIMIZER_PARAMETERS, "fixed_point": True, "cleanup": False})  # fmt: skip
     for key, mode in (
         ("onnxsim", "full"),
         ("onnxsim:constant_folding", "constant_folding"),
         ("onnxsim:shape_ops", "shape_ops"),
     ):
-        passes[key] = FunctionPass(
-            key,
-            "onnxsim",
-            descriptions.ONNXSIM[key],
-            _onnxsim_runner(mode, key),
-            {**base, "input_shapes": None, "portable": True},
-            kind="simplify",
-        )
+        add(key, "onnxsim", "simplify", text.ONNXSIM[key], sim, mode, args=_onnxsim_args,
+            parameters=_ONNXSIM_PARAMETERS)  # fmt: skip
     for level in _ort_levels():
-        key = f"ort:{level}"
-        passes[key] = FunctionPass(
-            key,
-            "ort",
-            descriptions.ORT.get(key, f"ONNX Runtime {level} graph optimisation level."),
-            _ort_runner(level, key),
-            dict(base),
-            kind="fuse",
-            large_models=True,
-        )
+        about = text.ORT.get(f"ort:{level}", f"ONNX Runtime {level} graph optimisation level.")
+        add(f"ort:{level}", "ort", "fuse", about, native_steps.ort_optimize_step, level, large_models=True)
     for part in onnxscript_steps.OPTIMIZER_PARTS:
         key = f"onnxscript:{part}"
-        passes[key] = FunctionPass(
-            key,
-            "onnxscript",
-            descriptions.ONNXSCRIPT[key],
-            _onnxscript_optimizer_runner(part, key),
-            dict(base),
-            kind=descriptions.ONNXSCRIPT_KIND.get(key, "simplify"),
-        )
-    passes["onnxscript:ort_fusions"] = FunctionPass(
-        "onnxscript:ort_fusions",
-        "onnxscript",
-        descriptions.ONNXSCRIPT["onnxscript:ort_fusions"],
-        _runner(onnxscript_steps.ort_fusions_step, "onnxscript:ort_fusions"),
-        dict(base),
-        kind="fuse",
-    )
+        kind = text.ONNXSCRIPT_KIND.get(key, "simplify")
+        add(key, "onnxscript", kind, text.ONNXSCRIPT[key], onnxscript_steps.optimizer_step, part)
+    add("onnxscript:ort_fusions", "onnxscript", "fuse", text.ONNXSCRIPT["onnxscript:ort_fusions"],
+        onnxscript_steps.ort_fusions_step)  # fmt: skip
     for name in onnxscript_steps.FUSION_STEPS:
         key = f"onnxscript:{name}"
-        passes[key] = FunctionPass(
-            key,
-            "onnxscript",
-            descriptions.ONNXSCRIPT[key],
-            _onnxscript_fusion_runner(name, key),
-            dict(base),
-            kind="fuse",
-        )
+        add(key, "onnxscript", "fuse", text.ONNXSCRIPT[key], onnxscript_steps.fusion_step, name)
     for model_type in ort_transformers_steps.model_types():
-        key = f"ort-transformers:{model_type}"
-        passes[key] = FunctionPass(
-            key,
-            "ort-transformers",
-            descriptions.ort_transformers(model_type),
-            _ort_transformers_runner(model_type, key),
-            {
-                **base,
-                "num_heads": 0,
-                "hidden_size": 0,
-                "opt_level": None,
-                "gelu_approximation": False,
-                "use_multi_head_attention": False,
-                "gpu_fusions": False,
-            },
-            kind="fuse",
-        )
-    passes["ort-quant:fix_shapes"] = FunctionPass(
-        "ort-quant:fix_shapes",
-        "ort-quant",
-        descriptions.ORT_QUANT["ort-quant:fix_shapes"],
-        _runner(
-            quantization_steps.fix_shapes_step,
-            "ort-quant:fix_shapes",
-            from_params=lambda params: (params.get("input_shapes"),),
-        ),
-        {**base, "input_shapes": None},
-        kind="convert",
-    )
-    passes["ort-quant:qnn_preprocess"] = FunctionPass(
-        "ort-quant:qnn_preprocess",
-        "ort-quant",
-        descriptions.ORT_QUANT["ort-quant:qnn_preprocess"],
-        _runner(
-            quantization_steps.qnn_preprocess_step,
-            "ort-quant:qnn_preprocess",
-            from_params=lambda params: (bool(params.get("fuse_layernorm")),),
-        ),
-        {**base, "fuse_layernorm": False},
-        kind="fuse",
-    )
-    passes["ort-quant:qnn_qdq"] = FunctionPass(
-        "ort-quant:qnn_qdq",
-        "ort-quant",
-        descriptions.ORT_QUANT["ort-quant:qnn_qdq"],
-        _runner(
-            quantization_steps.qnn_qdq_step,
-            "ort-quant:qnn_qdq",
-            from_params=lambda params: (
-                params.get("input_shapes"),
-                params["activation_type"],
-                params["weight_type"],
-                int(params["samples"]),
-                int(params["seed"]),
-                params.get("calibration"),
-            ),
-        ),
-        {
-            **base,
-            "input_shapes": None,
-            "activation_type": "uint8",
-            "weight_type": "uint8",
-            "samples": quantization_steps.CALIBRATION_SAMPLES,
-            "seed": 0,
-            "calibration": None,
-        },
-        kind="convert",
-    )
-    passes["version_converter"] = FunctionPass(
-        "version_converter",
-        "onnx",
-        descriptions.VERSION_CONVERTER["version_converter"],
-        _version_runner,
-        {**base, "opset": onnx.defs.onnx_opset_version()},
-        kind="convert",
-    )
-    passes["explorer:decompose_contrib"] = FunctionPass(
-        "explorer:decompose_contrib",
-        "explorer",
-        descriptions.EXPLORER["explorer:decompose_contrib"],
-        _runner(
-            contrib_decompositions.decompose_contrib_step,
-            "explorer:decompose_contrib",
-            from_params=lambda params: (sorted(params["ops"]) if params.get("ops") else None,),
-        ),
-        {**base, "ops": None},
-        kind="rewrite",
-    )
-    passes["explorer:unroll_loops"] = FunctionPass(
-        "explorer:unroll_loops",
-        "explorer",
-        descriptions.EXPLORER["explorer:unroll_loops"],
-        _runner(
-            loop_unrolling.unroll_loops_step,
-            "explorer:unroll_loops",
-            from_params=lambda params: (int(params["max_trips"]),),
-        ),
-        {**base, "max_trips": loop_unrolling.MAX_TRIPS},
-        kind="rewrite",
-    )
+        add(f"ort-transformers:{model_type}", "ort-transformers", "fuse", text.ort_transformers(model_type),
+            ort_transformers_steps.ort_transformers_step, model_type, args=_ort_transformers_args,
+            parameters=_ORT_TRANSFORMERS_PARAMETERS)  # fmt: skip
+    add("ort-quant:fix_shapes", "ort-quant", "convert", text.ORT_QUANT["ort-quant:fix_shapes"],
+        quantization_steps.fix_shapes_step, args=_input_shapes_args,
+        parameters={"input_shapes": None})  # fmt: skip
+    add("ort-quant:qnn_preprocess", "ort-quant", "fuse", text.ORT_QUANT["ort-quant:qnn_preprocess"],
+        quantization_steps.qnn_preprocess_step, args=_qnn_preprocess_args,
+        parameters={"fuse_layernorm": False})  # fmt: skip
+    add("ort-quant:qnn_qdq", "ort-quant", "convert", text.ORT_QUANT["ort-quant:qnn_qdq"],
+        quantization_steps.qnn_qdq_step, args=_qnn_qdq_args, parameters=_QNN_QDQ_PARAMETERS)  # fmt: skip
+    add("version_converter", "onnx", "convert", text.VERSION_CONVERTER["version_converter"],
+        native_steps.version_convert_step, args=_opset_args,
+        parameters={"opset": onnx.defs.onnx_opset_version()})  # fmt: skip
+    add("explorer:decompose_contrib", "explorer", "rewrite", text.EXPLORER["explorer:decompose_contrib"],
+        contrib_decompositions.decompose_contrib_step, args=_contrib_args,
+        parameters={"ops": None})  # fmt: skip
+    add("explorer:unroll_loops", "explorer", "rewrite", text.EXPLORER["explorer:unroll_loops"],
+        loop_unrolling.unroll_loops_step, args=_unroll_args,
+        parameters={"max_trips": loop_unrolling.MAX_TRIPS})  # fmt: skip
     return passes
 
 

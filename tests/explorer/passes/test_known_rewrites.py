@@ -10,9 +10,9 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from explorer import load, zoo
-from explorer.diff import diff
+from explorer.core.diff import diff
 from explorer.passes import get_pass
-from explorer.timeline import run_pipeline
+from explorer.passes.pipeline import run_pipeline
 
 
 def test_fuse_bn_into_conv_removes_exactly_the_batchnorms_and_changes_conv_weights() -> None:

@@ -11,9 +11,10 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from explorer import zoo
+from explorer.core.timeline import Timeline
 from explorer.passes import get_pass, pass_names
 from explorer.passes.onnxscript_steps import FUSION_STEPS, OPTIMIZER_PARTS
-from explorer.timeline import Timeline, run_pipeline
+from explorer.passes.pipeline import run_pipeline
 
 LAYERS = 2
 SMALL = {"layers": LAYERS, "hidden": 64, "heads": 4}

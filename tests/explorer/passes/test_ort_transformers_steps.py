@@ -8,10 +8,10 @@ import onnx
 import pytest
 
 from explorer import zoo
-from explorer.errors import PipelineSyntaxError
+from explorer.core.errors import PipelineSyntaxError
 from explorer.passes import get_pass, parse_pipeline, pass_names
 from explorer.passes.ort_transformers_steps import MODEL_TYPES
-from explorer.timeline import run_pipeline
+from explorer.passes.pipeline import run_pipeline
 
 LAYERS = 2
 SMALL = {"layers": LAYERS, "hidden": 64, "heads": 4}

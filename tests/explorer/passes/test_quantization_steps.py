@@ -6,7 +6,7 @@ import pytest
 
 from explorer import load, zoo
 from explorer.passes import get_pass
-from explorer.timeline import run_pipeline
+from explorer.passes.pipeline import run_pipeline
 
 
 def test_fix_shapes_changes_only_the_io_types_and_is_a_change() -> None:

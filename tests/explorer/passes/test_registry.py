@@ -9,7 +9,7 @@ import pytest
 from explorer import zoo
 from explorer.passes import FAMILIES, get_pass, list_passes, parse_pipeline, pass_names, passes_frame
 from explorer.passes.base import Pass
-from explorer.timeline import run_pipeline
+from explorer.passes.pipeline import run_pipeline
 
 SMALL = {
     "resnet18": {"width": 8, "image_size": 64},

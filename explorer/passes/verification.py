@@ -1,7 +1,7 @@
 """Does each step still compute what the original did? Outputs on fixed random inputs, on a given runtime.
 
 :class:`OutputCheck` runs the original graph once on random inputs (the project's one
-generator, :mod:`explorer.runtimes.inputs`) and then each changed snapshot on the same
+generator, :mod:`explorer.onnx_adapter.inputs`) and then each changed snapshot on the same
 inputs, and reports the largest output difference. The runtime is a parameter (a
 ``runner(graph, feeds) -> outputs``): ONNX Runtime by default, without its own graph
 optimisations so that it checks the pass and not itself; a lowering timeline can check
@@ -18,17 +18,19 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .model_files import worker_source
+from explorer.onnx_adapter.model_files import worker_source
 
 if TYPE_CHECKING:
-    from .graph import ModelGraph
+    from explorer.core.graph import ModelGraph
+    from explorer.core.timeline import Snapshot
 
-__all__ = ["Runner", "ort_runner", "OutputCheck"]
+__all__ = ["Runner", "ort_runner", "OutputCheck", "OutputCheckObserver"]
 
 Runner = Callable[["ModelGraph", Mapping[str, np.ndarray]], Sequence[np.ndarray]]
 """``runner(graph, feeds) -> outputs``: runs a graph on named inputs, raises when it cannot."""
@@ -40,12 +42,12 @@ def ort_runner(graph: ModelGraph, feeds: Mapping[str, np.ndarray]) -> list[np.nd
     Examples
     --------
     >>> from explorer import load
-    >>> from explorer.runtimes.inputs import random_feeds
+    >>> from explorer.onnx_adapter.inputs import random_feeds
     >>> g = load("zoo:mlp")
     >>> [o.shape for o in ort_runner(g, random_feeds(g.model))]
     [(1, 10)]
     """
-    from .runtimes.ort import run_onnxruntime
+    from explorer.runtimes.ort import run_onnxruntime
 
     return run_onnxruntime(worker_source(graph), feeds, optimization="disabled")
 
@@ -89,7 +91,7 @@ class OutputCheck:
 
     def start(self, graph: ModelGraph) -> tuple[float | None, str | None]:
         """Make the inputs and run the original: ``(0.0, None)``, or ``(None, why)`` if it does not run."""
-        from .runtimes.inputs import random_feeds
+        from explorer.onnx_adapter.inputs import random_feeds
 
         self.feeds = random_feeds(graph.model, self.input_shapes, self.seed)
         try:
@@ -105,7 +107,7 @@ class OutputCheck:
         ``None`` when the original did not run. Inputs are matched by position: passes such
         as ``rename_input_output`` rename them.
         """
-        from .runtimes.compare import max_abs_diff
+        from explorer.runtimes.compare import max_abs_diff
 
         if self.reference is None:
             return None
@@ -118,6 +120,45 @@ class OutputCheck:
         except Exception:
             return float("inf")
         return max_abs_diff(self.reference, outputs)
+
+
+class OutputCheckObserver:
+    """A :class:`~explorer.core.timeline.StepObserver` that records each snapshot's ``max_abs_diff``.
+
+    Snapshot 0 starts the :class:`OutputCheck` (its note, when the original does not
+    run, goes to the snapshot's log); each changed snapshot is checked; a snapshot that
+    changed nothing (or whose step failed) keeps the last difference measured.
+
+    Parameters
+    ----------
+    check : OutputCheck
+        The inputs, the runtime and the original's outputs.
+
+    Examples
+    --------
+    >>> from explorer import load
+    >>> from explorer.core.timeline import Snapshot
+    >>> observer = OutputCheckObserver(OutputCheck())
+    >>> observer.after_step(Snapshot.original(load("zoo:mlp"))).max_abs_diff
+    0.0
+    """
+
+    def __init__(self, check: OutputCheck) -> None:
+        self.check = check
+        self.drift: float | None = None
+
+    def before_step(self, index: int, total: int, name: str) -> None:
+        """Nothing to do before a step: graphs are checked once they exist."""
+
+    def after_step(self, snapshot: Snapshot) -> Snapshot:
+        """``snapshot`` with its largest output difference from the original."""
+        if snapshot.index == 0:
+            self.drift, note = self.check.start(snapshot.graph)
+            log = snapshot.log if note is None else (*snapshot.log, note)
+            return dataclasses.replace(snapshot, max_abs_diff=self.drift, log=log)
+        if snapshot.changed:
+            self.drift = self.check.drift(snapshot.graph)
+        return dataclasses.replace(snapshot, max_abs_diff=self.drift)
 
 
 def _graph_inputs(model: Any) -> list[str]:
