@@ -15,10 +15,17 @@ True
 
 from __future__ import annotations
 
-from .import_fix import lower_with_fixes
-from .relax_build import RelaxBuild, relax_build
-from .relax_import import FIX, REWRITE_FIXES, ImportFailure, RelaxImport, relax_graph, relax_import
-from .relax_pipeline import (
+from explorer.lower.import_fix import lower_with_fixes
+from explorer.lower.relax_adapter import relax_graph
+from explorer.lower.relax_build import RelaxBuild, relax_build
+from explorer.lower.relax_import import (
+    FIX,
+    REWRITE_FIXES,
+    ImportFailure,
+    RelaxImport,
+    relax_import,
+)
+from explorer.lower.relax_pipeline import (
     PIPELINES,
     ZERO_PIPELINE,
     RelaxImportFailed,
@@ -26,7 +33,7 @@ from .relax_pipeline import (
     lowering_counts,
     relax_pipeline,
 )
-from .tir import LoopStats, LoweringTimeline, loop_stats, tir_diff
+from explorer.lower.tir import LoopStats, LoweringTimeline, loop_stats, tir_diff
 
 build = relax_build
 

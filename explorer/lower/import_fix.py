@@ -6,7 +6,7 @@ computations become constants). ``fix`` applies what the failure offers and trie
 when TVM's importer fails, every fix its retry offers (:meth:`RelaxImport.fixed
 <explorer.lower.relax_import.RelaxImport.fixed>`: rewrites into standard ONNX, then fixed
 shapes and onnxsim); when a lowering pass fails on a tensor whose shape it does not know
-(a :class:`~explorer.errors.LoweringError` whose fix is :data:`~explorer.lower.relax_import.FIX`),
+(a :class:`~explorer.core.errors.LoweringError` whose fix is :data:`~explorer.lower.relax_import.FIX`),
 fixed shapes and onnxsim. So ``fix`` never does less than ``simplify``, and the caller runs
 every runtime on the graph the fixes made.
 
@@ -24,10 +24,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
-from ..errors import LoweringError
-from ..graph import ModelGraph
-from .relax_import import FIX, fix_graph
-from .relax_pipeline import RelaxImportFailed
+from explorer.core.errors import LoweringError
+from explorer.core.graph import ModelGraph
+from explorer.lower.relax_import import FIX, fix_graph
+from explorer.lower.relax_pipeline import RelaxImportFailed
 
 __all__ = ["lower_with_fixes", "simplified"]
 
@@ -70,7 +70,7 @@ def lower_with_fixes(
     attempt : callable
         ``attempt(graph, shapes)``: what to do with the model (:func:`~explorer.lower.relax_pipeline`,
         :func:`explorer.runtimes.bench.bench`, ...); it raises
-        :class:`~explorer.lower.RelaxImportFailed` or :class:`~explorer.errors.LoweringError`
+        :class:`~explorer.lower.RelaxImportFailed` or :class:`~explorer.core.errors.LoweringError`
         when TVM cannot take the model.
     simplify : bool
         Fix the input shapes and run onnxsim before the first attempt.

@@ -5,7 +5,7 @@ not know: ``emit_te now only supports Tensor that has ShapeExpr shape``) is a fa
 the model, not a bug of ours: :class:`PassWatch` watches the passes run in the worker (a
 pass instrument keeps the stack of passes running and the module each was given; a hook
 on ``BlockBuilder.call_te`` keeps what the last legalization was computing) and turns the
-exception into a :class:`~explorer.errors.LoweringError` that names the pass, the binding
+exception into a :class:`~explorer.core.errors.LoweringError` that names the pass, the binding
 (the call being legalized, else the first tensor of unknown shape), the ONNX nodes it came
 from (the import's ``origin`` of each binding) and, when a shape is unknown, the fix:
 :data:`~explorer.lower.relax_import.FIX` (fixed input shapes and onnxsim, which turn the
@@ -14,7 +14,7 @@ puts the model's source in it on the parent's side.
 
 Examples
 --------
->>> from explorer.errors import LoweringError
+>>> from explorer.core.errors import LoweringError
 >>> err = located(LoweringError("shape unknown", pass_name="FoldConstant"), "zoo:yolov8")
 >>> str(err)
 'zoo:yolov8: TVM pass FoldConstant failed: shape unknown'
@@ -26,7 +26,7 @@ import contextlib
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from ..errors import LoweringError
+from explorer.core.errors import LoweringError
 
 __all__ = ["PassWatch", "located", "SHAPE_UNKNOWN"]
 
@@ -54,7 +54,8 @@ class PassWatch:
     Parameters
     ----------
     origins : mapping or callable, optional
-        Relax variable -> the ONNX node it was converted from (``_import_origins``), or a
+        Relax variable -> the ONNX node it was converted from
+        (:func:`explorer.lower.relax_frontend.import_origins`), or a
         function making that mapping (called only when a pass failed).
 
     Examples
@@ -73,8 +74,21 @@ class PassWatch:
 
         Examples
         --------
-        >>> PassWatch.instrument.__name__  # needs TVM: see the worker's lower_relax
-        'instrument'
+        >>> import tvm
+        >>> from explorer import zoo
+        >>> from explorer.lower.relax_frontend import run_importer
+        >>> mod = run_importer(zoo.build("mlp"), None)["module"]
+        >>> @tvm.transform.module_pass(opt_level=0, name="Broken")
+        ... def broken(mod, ctx):
+        ...     raise ValueError("no")
+        >>> watch = PassWatch()
+        >>> with tvm.transform.PassContext(instruments=[watch.instrument()]):
+        ...     try:
+        ...         _ = broken(mod)
+        ...     except ValueError:
+        ...         pass
+        >>> [name for name, _ in watch.running]  # the pass that raised never finished
+        ['Broken']
         """
         import tvm
 
@@ -98,8 +112,26 @@ class PassWatch:
 
         Examples
         --------
-        >>> PassWatch.watching.__name__
-        'watching'
+        >>> import tvm
+        >>> from tvm import relax
+        >>> from explorer import zoo
+        >>> from explorer.lower.relax_frontend import run_importer
+        >>> mod = run_importer(zoo.build("mlp"), None)["module"]
+        >>> watch = PassWatch()
+        >>> with watch.watching():
+        ...     _ = relax.transform.LegalizeOps()(mod)
+        >>> watch.running, watch.last_call_te[0].__name__  # every pass ended; the last op legalized
+        ([], 'add')
+        >>> @tvm.transform.module_pass(opt_level=0, name="Broken")
+        ... def broken(mod, ctx):
+        ...     raise ValueError("no")
+        >>> with watch.watching():
+        ...     try:
+        ...         _ = broken(mod)
+        ...     except ValueError as err:
+        ...         failure = watch.error(err)
+        >>> str(failure)
+        'TVM pass Broken failed: ValueError: no'
         """
         import tvm
         from tvm import relax
@@ -141,7 +173,7 @@ class PassWatch:
         return self.running[-1] if self.running else (None, None)
 
     def error(self, err: BaseException, mod: Any = None, pass_name: str | None = None) -> LoweringError:
-        """The :class:`~explorer.errors.LoweringError` saying where ``err`` (raised by a pass) happened.
+        """The :class:`~explorer.core.errors.LoweringError` saying where ``err`` (raised by a pass) happened.
 
         ``mod`` and ``pass_name``: the module the pass was given and its name, when the caller
         ran it alone; else those the instrument saw.
@@ -151,7 +183,9 @@ class PassWatch:
         >>> PassWatch().error(ValueError("no"), pass_name="FuseOps").pass_name
         'FuseOps'
         """
-        from .relax_import import FIX  # relax_import imports the worker's steps, which import this
+        from explorer.lower.relax_import import (
+            FIX,  # the notebook's side: the worker loads it only on failure
+        )
 
         seen_name, seen_mod = self.failed_pass()
         name = pass_name or seen_name or "(unknown pass)"

@@ -24,17 +24,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import worker
-from ..errors import LoweringError
-from ..graph import ModelGraph
-from ..model_files import new_model_dir, worker_source
-from ..runtimes.compare import max_abs_diff
-from ..runtimes.inputs import concrete_input_shapes, random_feeds
-from ..verification import ort_runner
-from .pass_failures import located
-from .relax_import import failed_import
-from .relax_pipeline import RelaxImportFailed
-from .relax_steps import build_relax, run_relax_library
+from explorer.core.errors import LoweringError
+from explorer.core.graph import ModelGraph
+from explorer.isolation import worker
+from explorer.lower.pass_failures import located
+from explorer.lower.relax_compile import build_relax, run_relax_library
+from explorer.lower.relax_import import failed_import
+from explorer.lower.relax_pipeline import RelaxImportFailed
+from explorer.onnx_adapter.adapter import onnx_model
+from explorer.onnx_adapter.inputs import concrete_input_shapes, random_feeds
+from explorer.onnx_adapter.model_files import new_model_dir, worker_source
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -57,7 +56,7 @@ class RelaxBuild:
     compile_s, run_s : float
         Seconds to compile, and to run once on the check inputs.
     outputs : tuple of numpy.ndarray
-        Its outputs on the check inputs (:func:`explorer.runtimes.inputs.random_feeds`, ``seed``).
+        Its outputs on the check inputs (:func:`explorer.onnx_adapter.inputs.random_feeds`, ``seed``).
     reference : tuple of numpy.ndarray
         ONNX Runtime's outputs on the same inputs.
     max_abs_diff : float
@@ -114,6 +113,8 @@ class RelaxBuild:
         """
         import pandas as pd
 
+        from explorer.runtimes.compare import max_abs_diff  # here: runtimes imports lower at load
+
         rows = [
             {
                 "output": i,
@@ -142,7 +143,7 @@ def relax_build(
         A top-level ONNX graph.
     input_shapes : mapping, optional
         Static input shapes; dynamic dimensions take the project's defaults otherwise
-        (:func:`~explorer.runtimes.inputs.concrete_input_shapes`).
+        (:func:`~explorer.onnx_adapter.inputs.concrete_input_shapes`).
     target : str
         ``"llvm"``: this machine's CPU.
     seed : int
@@ -167,8 +168,10 @@ def relax_build(
     >>> relax_build(load("zoo:mlp")).max_abs_diff < 1e-4
     True
     """
-    if graph.model is None:
-        raise ValueError("relax_build needs a top-level ONNX graph (one with a ModelProto)")
+    from explorer.passes.verification import ort_runner  # ONNX Runtime, only when a build is checked
+    from explorer.runtimes.compare import max_abs_diff
+
+    onnx_model(graph, "relax_build")
     shapes = concrete_input_shapes(graph.model, input_shapes)
     feeds = random_feeds(graph.model, shapes, seed)
     library = new_model_dir("relax-") / "model.so"

@@ -25,13 +25,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import networkx as nx
-
-from .. import worker
-from ..graph import ModelGraph
-from ..model_files import worker_source
-from ..node_ids import INPUT_PREFIX
-from .relax_steps import import_relax
+from explorer.core.graph import ModelGraph
+from explorer.core.node_ids import INPUT_PREFIX
+from explorer.isolation import worker
+from explorer.lower.relax_adapter import relax_graph
+from explorer.lower.relax_frontend import import_relax
+from explorer.onnx_adapter.adapter import has_onnx_model, onnx_model
+from explorer.onnx_adapter.model_files import worker_source
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -40,7 +40,6 @@ __all__ = [
     "ImportFailure",
     "RelaxImport",
     "relax_import",
-    "relax_graph",
     "fix_graph",
     "failed_import",
     "shape_dict",
@@ -110,7 +109,7 @@ class RelaxImport:
         The shapes given.
     fix_pipeline : tuple
         The passes :meth:`retry` runs before importing again (pipeline items of
-        :func:`explorer.timeline.run_pipeline`): ``("onnxsim",)`` with fixed shapes for
+        :func:`explorer.core.timeline.run_pipeline`): ``("onnxsim",)`` with fixed shapes for
         :data:`FIX`, else the rewrites.
     applied : tuple of str
         The fixes applied to get here (by :meth:`retry` / :meth:`fixed`), first first.
@@ -234,9 +233,9 @@ def fix_graph(
     >>> shapes, graph.source.startswith("zoo:mlp")
     ({'input': [1, 1, 28, 28]}, True)
     """
-    from ..errors import ExplorerError
-    from ..runtimes.inputs import concrete_input_shapes
-    from ..timeline import run_pipeline
+    from explorer.core.errors import ExplorerError
+    from explorer.onnx_adapter.inputs import concrete_input_shapes
+    from explorer.passes.pipeline import run_pipeline
 
     shapes = shape_dict(input_shapes)
     if fixed_shapes:
@@ -246,24 +245,6 @@ def fix_graph(
     if failed is not None:
         raise ExplorerError(f"{graph.source}: {failed.name} failed before the import: {failed.error}")
     return timeline[-1].graph, shapes
-
-
-def relax_graph(data: Mapping[str, Any], source: str = "<relax>") -> ModelGraph:
-    """Build the graph model of a Relax function from the records the worker made.
-
-    Examples
-    --------
-    >>> from explorer.graph_schema import node_data
-    >>> g = relax_graph({"name": "main", "nodes": [("lv", node_data("op", "add", "lv", op="relax.add"))],
-    ...                  "edges": []})
-    >>> g.ir, g.op_counts
-    ('relax', Counter({'add': 1}))
-    """
-    graph = nx.MultiDiGraph(name=data["name"])
-    graph.add_nodes_from(data["nodes"])
-    graph.add_edges_from(data["edges"])
-    weights = {w.name: w for _, d in data["nodes"] for w in d["weights"]}
-    return ModelGraph(graph, ir="relax", name=data["name"], source=source, weights=weights)
 
 
 def shape_dict(input_shapes: Mapping[str, Sequence[int]] | None) -> dict[str, list[int]] | None:
@@ -287,12 +268,12 @@ def failed_import(out: Mapping[str, Any], graph: ModelGraph, shapes: Mapping[str
     >>> failed_import(out, load("zoo:mlp"), None).failures[0].op_type
     'Loop'
     """
-    from ..onnx_protos import string_inputs
+    from explorer.onnx_adapter.protos import string_inputs
 
     failures = tuple(ImportFailure(f["node"], f["op_type"], f["reason"]) for f in out["failures"])
     fix: str | None = FIX
     pipeline: tuple[Any, ...] = ("onnxsim",)
-    strings = string_inputs(graph.model) if graph.model is not None else []
+    strings = string_inputs(graph.model) if has_onnx_model(graph) else []
     if strings:  # no fix makes text a tensor TVM can hold
         failures = tuple(
             ImportFailure(INPUT_PREFIX + name, "", "a string tensor: TVM's Relax has no string tensors")
@@ -321,7 +302,7 @@ def rewrite_fix(graph: ModelGraph, failures: Sequence[ImportFailure]) -> tuple[s
     >>> rewrite_fix(graph, [ImportFailure("", "Celu", "")]) is None
     True
     """
-    from ..passes.contrib_decompositions import CONTRIB_DOMAIN, DECOMPOSABLE
+    from explorer.passes.contrib_decompositions import CONTRIB_DOMAIN, DECOMPOSABLE
 
     model = graph.model
     nodes = {node.name: node for node in model.graph.node} if model is not None else {}
@@ -374,8 +355,7 @@ def relax_import(
     >>> relax_import(load("zoo:resnet18"), {"input": [1, 3, 224, 224]}).graph.op_counts["nn.conv2d"]
     20
     """
-    if graph.model is None:
-        raise ValueError("relax_import needs a top-level ONNX graph (one with a ModelProto)")
+    onnx_model(graph, "relax_import")
     shapes = shape_dict(input_shapes)
     out = worker.run_on_model(
         import_relax, worker_source(graph), shapes, step="Relax import", timeout=timeout

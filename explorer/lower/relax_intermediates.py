@@ -9,14 +9,23 @@ for finding where two runtimes disagree, not for timing.
 
 Examples
 --------
->>> run_relax_intermediates.__name__
-'run_relax_intermediates'
+>>> import numpy as np
+>>> from explorer.isolation import worker
+>>> from explorer import zoo
+>>> feeds = {"input": np.ones((1, 1, 28, 28), np.float32)}
+>>> out = worker.run_on_model(run_relax_intermediates, zoo.build("mlp"), None, feeds)
+>>> out["ok"], sorted(out["values"])
+(True, ['/Flatten', '/fc1/Gemm', '/fc2/Gemm', '/fc3/Gemm', '/relu1/Relu', '/relu2/Relu'])
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from explorer.lower.relax_exprs import tensor_dims
+from explorer.lower.relax_frontend import import_origins, run_importer
+from explorer.lower.relax_target import cpu_target
 
 __all__ = ["run_relax_intermediates"]
 
@@ -33,15 +42,13 @@ def run_relax_intermediates(
     -------
     dict
         ``{"ok": True, "values": {onnx node: [arrays, in binding order]}, "tvm"}``, or the import's failure
-        (:func:`explorer.lower.relax_steps.import_relax`).
+        (:func:`explorer.lower.relax_frontend.import_relax`).
 
     Examples
     --------
-    >>> import os, tempfile, numpy as np, onnx
+    >>> import numpy as np
     >>> from explorer import zoo
-    >>> path = os.path.join(tempfile.mkdtemp(), "mlp.onnx")
-    >>> onnx.save(zoo.build("mlp"), path)
-    >>> out = run_relax_intermediates(path, None, {"input": np.ones((1, 1, 28, 28), np.float32)})
+    >>> out = run_relax_intermediates(zoo.build("mlp"), None, {"input": np.ones((1, 1, 28, 28), np.float32)})
     >>> [v.shape for v in out["values"]["/fc1/Gemm"]][-1]
     (1, 256)
     """
@@ -49,13 +56,11 @@ def run_relax_intermediates(
     import tvm
     from tvm import relax
 
-    from .relax_steps import _dims, _import_module, _import_origins, _target
-
-    imported = _import_module(path, input_shapes)
+    imported = run_importer(path, input_shapes)
     if not imported["ok"]:
         return imported
     mod = imported["module"]
-    origins = _import_origins(imported["model"], imported["importer"], mod)
+    origins = import_origins(imported["model"], imported["importer"], mod)
     by_name = {str(var.name): node for var, node in origins.items()}
     mod = relax.transform.ToNonDataflow()(mod)  # a dataflow var cannot leave its block
     main = mod["main"]
@@ -63,7 +68,7 @@ def run_relax_intermediates(
     for block in main.body.blocks:
         for binding in block.bindings:
             node = by_name.get(str(binding.var.name))
-            if node is not None and _dims(binding.var.ty) is not None:  # a tensor of known rank
+            if node is not None and tensor_dims(binding.var.ty) is not None:  # a tensor of known rank
                 made.append((node, binding.var))
     returned = [main.body.body, *(var for _, var in made)]
     body = relax.SeqExpr(main.body.blocks, relax.Tuple(returned))
@@ -74,7 +79,7 @@ def run_relax_intermediates(
         is_pure=main.is_pure,
         attrs=main.attrs,
     )
-    built_for = _target(target)
+    built_for = cpu_target(target)
     executable = tvm.compile(mod, target=built_for, relax_pipeline=relax.get_default_pipeline(built_for))
     machine = relax.VirtualMachine(executable, tvm.cpu())
     args = [tvm.runtime.tensor(np.ascontiguousarray(v)) for v in feeds.values()]

@@ -28,17 +28,26 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .. import worker
-from ..errors import ExplorerError, LoweringError, UsageError
-from ..graph import ModelGraph
-from ..model_files import worker_source
-from ..tensors import format_bytes
-from ..timeline import Snapshot
-from ..worker import ProgressEvent
-from .pass_failures import located
-from .relax_import import RelaxImport, failed_import, relax_graph, shape_dict
-from .relax_steps import ALLOC_TENSOR, PIPELINES, ZERO_PIPELINE, lower_relax, relax_pass_names
-from .tir import LoweringTimeline
+from explorer.core.errors import ExplorerError, LoweringError, UsageError
+from explorer.core.graph import ModelGraph
+from explorer.core.tensors import format_bytes
+from explorer.core.timeline import Snapshot, StepObserver, StepObservers
+from explorer.isolation import worker
+from explorer.isolation.worker import ProgressEvent
+from explorer.lower.pass_failures import located
+from explorer.lower.relax_adapter import relax_graph
+from explorer.lower.relax_graph_data import ALLOC_TENSOR
+from explorer.lower.relax_import import RelaxImport, failed_import, shape_dict
+from explorer.lower.relax_passes import (
+    PIPELINES,
+    ZERO_PIPELINE,
+    lower_relax,
+    read_pass_started,
+    relax_pass_names,
+)
+from explorer.lower.tir import LoweringTimeline
+from explorer.onnx_adapter.adapter import onnx_model
+from explorer.onnx_adapter.model_files import worker_source
 
 __all__ = [
     "ZERO_PIPELINE",
@@ -185,6 +194,7 @@ def relax_pipeline(
     target: str = "llvm",
     timeout: float | None = None,
     progress: Callable[[ProgressEvent], object] | None = None,
+    observers: Sequence[StepObserver] = (),
 ) -> LoweringTimeline:
     """Import ``graph`` into Relax and run a pipeline's passes one by one, a snapshot after each.
 
@@ -204,8 +214,13 @@ def relax_pipeline(
     timeout : float, optional
         Seconds the worker may take.
     progress : callable, optional
-        Called with each :class:`~explorer.worker.ProgressEvent` the worker sends (one as each
+        Called with each :class:`~explorer.isolation.worker.ProgressEvent` the worker sends (one as each
         pass starts); an exception it raises stops the lowering (the worker is killed).
+    observers : sequence of StepObserver
+        Watch the steps (:class:`~explorer.core.timeline.StepObserver`, as for the ONNX
+        passes' :func:`~explorer.passes.pipeline.run_pipeline`): ``before_step`` as each pass
+        starts in the worker, ``after_step`` with each snapshot (the import's included) once
+        the worker has sent the module after every pass.
 
     Returns
     -------
@@ -236,10 +251,10 @@ def relax_pipeline(
     >>> step.metrics["storages"] < step.metrics["tensor_allocations"]
     True
     """
-    if graph.model is None:
-        raise ValueError("relax_pipeline needs a top-level ONNX graph (one with a ModelProto)")
+    onnx_model(graph, "relax_pipeline")
     shapes = shape_dict(input_shapes)
     passes = check_passes(pipeline)
+    watch = StepObservers(tuple(observers))
     try:
         out: dict[str, Any] = worker.run_on_model(
             lower_relax,
@@ -249,7 +264,7 @@ def relax_pipeline(
             target,
             step="Relax lowering",
             timeout=timeout,
-            progress=progress,
+            progress=_relay(progress, watch),
         )
     except LoweringError as err:  # a pass failed on the model: name the model too
         raise located(err, graph.source) from None
@@ -259,14 +274,16 @@ def relax_pipeline(
     current = relax_graph(out["graph"], source=source)
     counts = {**out["counts"], **lowering_counts(current)}
     snapshots = [
-        Snapshot.after(
-            0,
-            _IMPORT_STEP,
-            current,
-            changed=False,
-            elapsed=out["elapsed"],
-            log=(_counts_line(counts),),
-            metrics=counts,
+        watch.after_step(
+            Snapshot.after(
+                0,
+                _IMPORT_STEP,
+                current,
+                changed=False,
+                elapsed=out["elapsed"],
+                log=(_counts_line(counts),),
+                metrics=counts,
+            )
         )
     ]
     tir: list[dict[str, str]] = [{}]
@@ -281,17 +298,36 @@ def relax_pipeline(
         counts = new_counts
         description = PASS_NOTES.get(step["name"], f"The Relax pass relax.transform.{step['name']}.")
         snapshots.append(
-            Snapshot.after(
-                index,
-                _Step(step["name"], description=description),
-                current,
-                changed=step["changed"],
-                elapsed=step["elapsed"],
-                log=tuple(log),
-                metrics=new_counts,
+            watch.after_step(
+                Snapshot.after(
+                    index,
+                    _Step(step["name"], description=description),
+                    current,
+                    changed=step["changed"],
+                    elapsed=step["elapsed"],
+                    log=tuple(log),
+                    metrics=new_counts,
+                )
             )
         )
     return LoweringTimeline(tuple(snapshots), source, tir=tuple(tir))
+
+
+def _relay(
+    progress: Callable[[ProgressEvent], object] | None, watch: StepObservers
+) -> Callable[[ProgressEvent], object] | None:
+    """The worker's progress events to the caller's callback, and each pass start to the observers."""
+    if progress is None and not watch.observers:
+        return None
+
+    def relay(event: ProgressEvent) -> None:
+        if progress is not None:
+            progress(event)
+        started = read_pass_started(event.message)
+        if started is not None:
+            watch.before_step(*started)
+
+    return relay
 
 
 @functools.cache

@@ -3,12 +3,12 @@
 Runs where TVM is (the worker). The tuning database is a MetaSchedule JSON database in a
 folder per target (:func:`tuning_dir`), shared by every model: a task (a fused PrimFunc)
 that two models share, on the same target, is the same task, and its schedule is found in
-the database without tuning it again. A record of which model and shapes were tuned with
-how many trials (``tuned.json`` beside the database) lets a second run of the same model
-skip tuning and only apply the database. The budget is a number of trials and/or minutes;
-tuning reports its progress (trials done, best time per task) and stops at the minute
-budget, keeping every record committed so far; so does a tuning interrupted from the
-parent (the worker is stopped, the database stays).
+the database without tuning it again. A record of which model and shapes were tuned with how
+many trials (``tuned.json`` beside the database: :mod:`explorer.lower.tuning_log`) lets a
+second run of the same model skip tuning and only apply the database. The budget is a number
+of trials and/or minutes; tuning reports its progress (trials done, best time per task) and
+stops at the minute budget, keeping every record committed so far; so does a tuning
+interrupted from the parent (the worker is stopped, the database stays).
 
 Examples
 --------
@@ -19,7 +19,6 @@ Examples
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import threading
@@ -28,9 +27,15 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import worker
-from .pass_failures import PassWatch
-from .relax_steps import ZERO_PIPELINE
+from explorer.isolation import worker
+from explorer.lower.pass_failures import PassWatch
+from explorer.lower.relax_exprs import tensor_dims, tensor_dtype
+from explorer.lower.relax_frontend import import_origins, run_importer
+from explorer.lower.relax_passes import ZERO_PIPELINE, relax_pass
+from explorer.lower.relax_target import cpu_target
+from explorer.lower.tuning_log import record_trials, tuned_trials
+from explorer.lower.tvm_records import seed_database
+from explorer.lower.vm_instrument import time_per_symbol, vm_call_times
 
 __all__ = [
     "tuning_dir",
@@ -44,16 +49,11 @@ __all__ = [
     "TRIALS_PER_ITER",
     "build_candidate",
     "register_cpu_intrinsics",
-    "TUNING_RECORD",
-    "tuned_trials",
     "BUILD_TIMEOUT_S",
 ]
 
 BUILD_TIMEOUT_S = 120.0
 """Seconds MetaSchedule's local builder and runner give one candidate."""
-
-TUNING_RECORD = "tuned.json"
-"""Beside the database: model-and-shapes key -> trials it was tuned with."""
 
 
 def tuning_dir(target: str, root: str | os.PathLike[str] | None = None) -> Path:
@@ -74,33 +74,6 @@ def tuning_dir(target: str, root: str | os.PathLike[str] | None = None) -> Path:
         root = os.path.join(base, "tvm-tuning")
     slug = re.sub(r"[^A-Za-z0-9.]+", "-", target).strip("-") or "target"
     return Path(root) / slug
-
-
-def tuned_trials(work_dir: str | os.PathLike[str], key: str) -> int:
-    """Trials ``key`` (a model, its shapes and the target) was tuned with in ``work_dir`` (0: never).
-
-    Examples
-    --------
-    >>> tuned_trials("/nonexistent", "k")
-    0
-    """
-    path = Path(work_dir) / TUNING_RECORD
-    try:
-        return int(json.loads(path.read_text()).get(key, 0))
-    except (OSError, ValueError):
-        return 0
-
-
-def _record(work_dir: Path, key: str, trials: int) -> None:
-    from ..io import write_bytes_atomic
-
-    path = work_dir / TUNING_RECORD
-    try:
-        known = json.loads(path.read_text())
-    except (OSError, ValueError):
-        known = {}
-    known[key] = max(int(known.get(key, 0)), trials)
-    write_bytes_atomic(json.dumps(known, indent=1, sort_keys=True).encode(), path)
 
 
 def register_cpu_intrinsics() -> None:
@@ -144,8 +117,15 @@ def build_candidate(mod: Any, target: Any, _params: Any = None) -> Any:
 
     Examples
     --------
-    >>> build_candidate.__name__
-    'build_candidate'
+    >>> from tvm.s_tir import meta_schedule as ms
+    >>> from explorer import zoo
+    >>> from explorer.lower.relax_frontend import run_importer
+    >>> from explorer.lower.relax_target import cpu_target
+    >>> target = cpu_target()
+    >>> module = tuning_module(run_importer(zoo.build("mlp"), {"input": [1, 1, 28, 28]})["module"], target)
+    >>> task = ms.relax_integration.extract_tasks(module, target)[0]
+    >>> build_candidate(task.dispatched[0], target).kind
+    'llvm'
     """
     register_cpu_intrinsics()
     from tvm.driver import build as tvm_build
@@ -228,12 +208,16 @@ def tuning_module(module: Any, target: Any) -> Any:
 
     Examples
     --------
-    >>> TUNING_PASSES[-1]
-    'AttachAttrLayoutFreeBuffers'
+    >>> from explorer import zoo
+    >>> from explorer.lower.relax_frontend import run_importer
+    >>> from explorer.lower.relax_graph_data import module_counts
+    >>> from explorer.lower.relax_target import cpu_target
+    >>> imported = run_importer(zoo.build("mlp"), {"input": [1, 1, 28, 28]})["module"]
+    >>> counts = module_counts(tuning_module(imported, cpu_target()))
+    >>> counts["fused"], counts["prim_funcs"]  # three Gemm (+ReLU) kernels fused, and the reshape
+    (3, 4)
     """
     import tvm
-
-    from .relax_steps import relax_pass
 
     with target:
         return tvm.transform.Sequential([relax_pass(name) for name in TUNING_PASSES])(module)
@@ -249,8 +233,15 @@ def finish_tuned(module: Any, target: Any, work_dir: str) -> Any:
 
     Examples
     --------
-    >>> finish_tuned.__name__
-    'finish_tuned'
+    >>> import tempfile
+    >>> from explorer import zoo
+    >>> from explorer.lower.relax_frontend import run_importer
+    >>> from explorer.lower.relax_target import cpu_target
+    >>> target = cpu_target()
+    >>> module = tuning_module(run_importer(zoo.build("mlp"), {"input": [1, 1, 28, 28]})["module"], target)
+    >>> finished = finish_tuned(module, target, tempfile.mkdtemp())  # an empty database: nothing tuned
+    >>> [gv.name_hint for gv in finished.functions if gv.name_hint.endswith(PREPACKED_SUFFIX)]
+    []
     """
     import tvm
     from tvm import relax
@@ -275,23 +266,28 @@ def measure_tasks(module: Any, tasks: Sequence[Any], target: Any) -> list[Any]:
 
     Examples
     --------
-    >>> measure_tasks.__name__
-    'measure_tasks'
+    >>> from tvm.s_tir import meta_schedule as ms
+    >>> from explorer import zoo
+    >>> from explorer.lower.relax_frontend import run_importer
+    >>> from explorer.lower.relax_target import cpu_target
+    >>> target = cpu_target()
+    >>> module = tuning_module(run_importer(zoo.build("mlp"), {"input": [1, 1, 28, 28]})["module"], target)
+    >>> times = measure_tasks(module, ms.relax_integration.extract_tasks(module, target), target)
+    >>> [(t.name, t.calls) for t in times][-1], all(t.untuned_ms >= 0 for t in times)
+    (('reshape1', 1), True)
     """
     import numpy as np
     import tvm
     from tvm import relax
     from tvm.s_tir.analysis import estimate_tir_flops
 
-    from ..runtimes.inputs import random_array
-    from .relax_steps import _dims, _dtype
-    from .tuning_plan import TaskTime
-    from .vm_instrument import time_per_symbol, vm_call_times
+    from explorer.lower.tuning_plan import TaskTime  # pandas: only where tasks are measured
+    from explorer.onnx_adapter.inputs import random_array
 
     machine = relax.VirtualMachine(tvm.compile(module, target=target), tvm.cpu())
     rng = np.random.default_rng(0)
     args = [
-        tvm.runtime.tensor(random_array([int(d) for d in _dims(p.ty)], _dtype(p.ty), rng))
+        tvm.runtime.tensor(random_array([int(d) for d in tensor_dims(p.ty)], tensor_dtype(p.ty), rng))
         for p in module["main"].params
     ]
     per_symbol = time_per_symbol(vm_call_times(machine, args, runs=1, warmup=False))
@@ -449,26 +445,28 @@ def compile_tuned(
 
     Examples
     --------
-    >>> compile_tuned.__name__
-    'compile_tuned'
+    >>> import tempfile
+    >>> from explorer import zoo
+    >>> out = compile_tuned(  # trials=0: apply what the (empty) database holds, no tuning
+    ...     zoo.build("mlp"), None, "llvm", trials=0, minutes=None, work_dir=tempfile.mkdtemp(), key="mlp"
+    ... )
+    >>> out["ok"], out["tasks"], out["tasks_with_records"], out["tune_s"]
+    (True, 4, 0, 0.0)
     """
-    from .relax_steps import _import_module, _import_origins, _target
-
-    imported = _import_module(path, input_shapes)
+    imported = run_importer(path, input_shapes)
     if not imported["ok"]:
         return imported
     import tvm
     from tvm.s_tir import meta_schedule as ms
 
-    from .tuning_plan import expected_trials, plan_tasks
-    from .tvm_records import seed_database
+    from explorer.lower.tuning_plan import expected_trials, plan_tasks
 
-    built_for = _target(target)
+    built_for = cpu_target(target)
     register_cpu_intrinsics()  # before MetaSchedule imports every platform's (about a minute here)
     folder = Path(work_dir)
     folder.mkdir(parents=True, exist_ok=True)
     shipped = seed_database(folder, target) if pretuned else None
-    watch = PassWatch(lambda: _import_origins(imported["model"], imported["importer"], imported["module"]))
+    watch = PassWatch(lambda: import_origins(imported["model"], imported["importer"], imported["module"]))
     with _lowering(watch):
         mod = tuning_module(imported["module"], built_for)
         tasks = ms.relax_integration.extract_tasks(mod, built_for)
@@ -484,7 +482,7 @@ def compile_tuned(
         out_of_time = ends is not None and time.time() > ends  # the budget, not the trials, ended it
         errors, run = list(callback.errors[:3]), callback.trials
         tune_s = time.perf_counter() - started
-        _record(folder, key, trials)
+        record_trials(folder, key, trials)
     started = time.perf_counter()
     database = ms.database.JSONDatabase(work_dir=str(folder))
     with_records = sum(

@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..timeline import Timeline
+from explorer.core.timeline import Timeline
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -28,6 +28,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from explorer.isolation.io import write_bytes_atomic
+from explorer.lower.tuning_log import record_trials, tuned_trials
+
 __all__ = [
     "RECORDS_ROOT",
     "MANIFEST",
@@ -133,8 +136,6 @@ def seed_database(
     >>> seed_database("/tmp/never-made", root="/nonexistent") is None
     True
     """
-    from .relax_tuning import _record, tuned_trials
-
     shipped = shipped_records(target, root)
     if shipped is None:
         return None
@@ -156,7 +157,7 @@ def seed_database(
         for record in source.get_all_tuning_records():
             _copy_record(record, into)
             added += 1
-    _record(folder, mark, 1)
+    record_trials(folder, mark, 1)
     return {**manifest, "added": added}
 
 
@@ -173,12 +174,14 @@ def export_records(
 
     Examples
     --------
-    >>> export_records.__name__
-    'export_records'
+    >>> import os, tempfile
+    >>> out = tempfile.mkdtemp()
+    >>> export_records(tempfile.mkdtemp(), out, {"id": "demo"})  # an empty database: no records
+    0
+    >>> sorted(os.listdir(out))
+    ['database_tuning_record.json.gz', 'database_workload.json.gz', 'manifest.json']
     """
     from tvm.s_tir import meta_schedule as ms
-
-    from ..io import write_bytes_atomic
 
     source = ms.database.JSONDatabase(work_dir=str(work_dir))
     best: dict[int, Any] = {}

@@ -5,8 +5,10 @@ measures each task untuned to decide where its trials go.
 
 Examples
 --------
->>> vm_call_times.__name__
-'vm_call_times'
+>>> records = [{"name": "matmul", "ms": 2.0, "run": 0}, {"name": "relu", "ms": 0.5, "run": 0},
+...            {"name": "matmul", "ms": 1.0, "run": 1}, {"name": "relu", "ms": 0.5, "run": 1}]
+>>> time_per_symbol(records)  # what vm_call_times records, per kernel and run
+{'matmul': (1, 1.5), 'relu': (1, 0.5)}
 """
 
 from __future__ import annotations
@@ -42,13 +44,11 @@ def vm_call_times(
 
     Examples
     --------
-    >>> import os, tempfile, numpy as np, onnx, tvm
+    >>> import numpy as np, tvm
     >>> from tvm import relax
     >>> from explorer import zoo
-    >>> from explorer.lower.relax_steps import compile_relax
-    >>> path = os.path.join(tempfile.mkdtemp(), "mlp.onnx")
-    >>> onnx.save(zoo.build("mlp"), path)
-    >>> vm = relax.VirtualMachine(compile_relax(path, None)["executable"], tvm.cpu())
+    >>> from explorer.lower.relax_compile import compile_relax
+    >>> vm = relax.VirtualMachine(compile_relax(zoo.build("mlp"), None)["executable"], tvm.cpu())
     >>> calls = vm_call_times(vm, [tvm.runtime.tensor(np.ones((1, 1, 28, 28), "float32"))], runs=2)
     >>> sorted({c["run"] for c in calls}), len(calls) > 2
     ([0, 1], True)

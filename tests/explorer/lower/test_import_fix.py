@@ -15,13 +15,14 @@ from typing import Any
 
 import pytest
 
-from explorer import load, worker
-from explorer.errors import LoweringError, UsageError
+from explorer import load
+from explorer.core.errors import LoweringError, UsageError
+from explorer.isolation import worker
 from explorer.lower import FIX, RelaxImportFailed, relax_import, relax_pipeline
 from explorer.lower.import_fix import lower_with_fixes
 from explorer.lower.relax_pipeline import check_passes
 from explorer.lower.relax_tuning import compile_tuned
-from explorer.model_files import worker_source
+from explorer.onnx_adapter.model_files import worker_source
 from tests.explorer.in_process import run_cli
 
 SHAPE = "images=1,3,64,64"  # small where size is not the point: the failure is the same at 320x320

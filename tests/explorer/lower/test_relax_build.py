@@ -8,8 +8,8 @@ import pytest
 from explorer import load, zoo
 from explorer.lower import RelaxImportFailed, relax_build
 from explorer.lower.import_fix import lower_with_fixes
-from explorer.runtimes.inputs import concrete_input_shapes, random_feeds
-from explorer.verification import ort_runner
+from explorer.onnx_adapter.inputs import concrete_input_shapes, random_feeds
+from explorer.passes.verification import ort_runner
 from tests.explorer.lower.test_relax_import import IMPORTER_LACKS, NEED_THE_FIX, _celu_model
 
 #: Zoo models that import, but one of whose lowering passes needs static shapes and onnxsim first.

@@ -8,7 +8,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from explorer import load, zoo
 from explorer.lower import FIX, REWRITE_FIXES, relax_import
-from explorer.runtimes.inputs import concrete_input_shapes
+from explorer.onnx_adapter.inputs import concrete_input_shapes
 
 
 def _computed_reshape_model() -> object:

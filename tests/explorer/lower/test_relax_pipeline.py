@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import networkx as nx
 import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from explorer import load, zoo
-from explorer.layout import layered
+from explorer.core.timeline import Snapshot
 from explorer.lower import ZERO_PIPELINE, RelaxImportFailed, lowering_counts, relax_pipeline
 from explorer.lower.import_fix import lower_with_fixes
-from explorer.runtimes.inputs import concrete_input_shapes
+from explorer.onnx_adapter.inputs import concrete_input_shapes
+from explorer.views.layout import layered
 
 
 def _conv_add_relu() -> object:
@@ -54,10 +57,37 @@ def test_a_snapshot_per_module_level_pass_and_the_known_fusion() -> None:
     assert sorted(c.op_type for c in grouped.changed) == ["add", "conv2d", "relu"]
     assert all(c.what == ("group",) for c in grouped.changed) and not grouped.added and not grouped.removed
     assert timeline.diff(5).op_deltas == {"add": -1, "conv2d": -1, "fused_conv2d_add_relu": 1, "relu": -1}
-    from explorer.op_categories import category_of
+    from explorer.core.op_categories import category_of
 
     assert category_of(final.nx.nodes[next(iter(final.op_nodes()))]) == "conv"  # drawn as a convolution
     assert {category_of(d) for _, d in members.items()} == {"conv", "math", "activation"}
+
+
+def test_step_observers_see_each_pass_start_and_every_snapshot() -> None:
+    """The same StepObserver protocol as the ONNX passes: pass starts live, then each snapshot."""
+    started: list[tuple[int, int, str]] = []
+    seen: list[str] = []
+
+    class Recorder:
+        def before_step(self, index: int, total: int, name: str) -> None:
+            started.append((index, total, name))
+
+        def after_step(self, snapshot: Snapshot) -> Snapshot:
+            seen.append(snapshot.name)
+            return dataclasses.replace(snapshot, log=(*snapshot.log, "seen"))
+
+    events: list[str | None] = []
+    timeline = relax_pipeline(
+        load(_conv_add_relu()),
+        pipeline="zero",
+        progress=lambda event: events.append(event.message),
+        observers=[Recorder()],
+    )
+    total = len(ZERO_PIPELINE)
+    assert started == [(i, total, name) for i, name in enumerate(ZERO_PIPELINE, start=1)]
+    assert seen == ["relax import", *ZERO_PIPELINE]
+    assert all(s.log[-1] == "seen" for s in timeline.snapshots)
+    assert len(events) >= total  # the caller's progress callback still gets every event
 
 
 @pytest.mark.parametrize("name", [n for n in zoo.names() if n != "resnet18"])  # resnet18: the next test
