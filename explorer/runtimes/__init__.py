@@ -20,16 +20,21 @@ Examples
 
 from __future__ import annotations
 
-from .base import PreparedSession, Runtime
-from .bench import BenchReport, BenchResult, bench, get_runtime
-from .compare import Agreement, agreement, max_abs_diff, random_feeds
-from .intermediates import IntermediateComparison, compare_intermediates
-from .machine import MachinePeak, measure_peak
-from .ort import run_onnxruntime
-from .ort_runtime import OrtRuntime
-from .profile import Profile
-from .roofline import Roofline
-from .tvm_runtime import TvmRuntime
+from typing import TYPE_CHECKING
+
+from explorer.core.lazy_exports import lazy_exports
+
+if TYPE_CHECKING:
+    from explorer.runtimes.base import PreparedSession, Runtime
+    from explorer.runtimes.bench import BenchReport, BenchResult, bench, get_runtime
+    from explorer.runtimes.compare import Agreement, agreement, max_abs_diff, random_feeds
+    from explorer.runtimes.intermediates import IntermediateComparison, compare_intermediates
+    from explorer.runtimes.machine import MachinePeak, measure_peak
+    from explorer.runtimes.ort import run_onnxruntime
+    from explorer.runtimes.ort_runtime import OrtRuntime
+    from explorer.runtimes.profile import Profile
+    from explorer.runtimes.roofline import Roofline
+    from explorer.runtimes.tvm_runtime import TvmRuntime
 
 __all__ = [
     "random_feeds",
@@ -52,3 +57,31 @@ __all__ = [
     "measure_peak",
     "MachinePeak",
 ]
+
+#: Public name -> the module that defines it, imported on first use: a worker that unpickles
+#: :func:`explorer.runtimes.ort.run_ort` imports this package, and must not pay for bench,
+#: profile, the TVM runtime (networkx) with it.
+_LAZY = {
+    "random_feeds": "explorer.runtimes.compare",
+    "max_abs_diff": "explorer.runtimes.compare",
+    "Agreement": "explorer.runtimes.compare",
+    "agreement": "explorer.runtimes.compare",
+    "run_onnxruntime": "explorer.runtimes.ort",
+    "Runtime": "explorer.runtimes.base",
+    "PreparedSession": "explorer.runtimes.base",
+    "OrtRuntime": "explorer.runtimes.ort_runtime",
+    "TvmRuntime": "explorer.runtimes.tvm_runtime",
+    "bench": "explorer.runtimes.bench",
+    "get_runtime": "explorer.runtimes.bench",
+    "BenchResult": "explorer.runtimes.bench",
+    "BenchReport": "explorer.runtimes.bench",
+    "compare_intermediates": "explorer.runtimes.intermediates",
+    "IntermediateComparison": "explorer.runtimes.intermediates",
+    "Profile": "explorer.runtimes.profile",
+    "Roofline": "explorer.runtimes.roofline",
+    "measure_peak": "explorer.runtimes.machine",
+    "MachinePeak": "explorer.runtimes.machine",
+}
+
+
+lazy_exports(__name__, _LAZY)

@@ -27,12 +27,12 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from .. import worker
-from ..worker import ProgressEvent
-from .sessions import SessionGone, run_session, time_session
+from explorer.isolation import worker
+from explorer.isolation.worker import ProgressEvent
+from explorer.runtimes.sessions import SessionGone, run_session, time_session
 
 if TYPE_CHECKING:
-    from ..graph import ModelGraph
+    from explorer.core.graph import ModelGraph
 
 __all__ = ["Runtime", "PreparedSession", "model_key", "session_key"]
 
@@ -93,8 +93,8 @@ def model_key(graph: ModelGraph, *, by_content: bool = False) -> str:
     if path is not None and path.is_file() and not by_content:
         stat = path.stat()
         return f"file:{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
-    from ..diff import weight_digests
-    from ..layout import graph_fingerprint
+    from explorer.core.diff import weight_digests
+    from explorer.core.fingerprint import graph_fingerprint
 
     digests = sorted(weight_digests(graph).items())
     return (
@@ -193,7 +193,7 @@ class PreparedSession:
         --------
         >>> from explorer import load
         >>> from explorer.runtimes.ort_runtime import OrtRuntime
-        >>> from explorer.runtimes.inputs import random_feeds
+        >>> from explorer.onnx_adapter.inputs import random_feeds
         >>> g = load("zoo:mlp")
         >>> OrtRuntime().prepare(g).run(random_feeds(g.model))[0].shape
         (1, 10)
@@ -221,7 +221,7 @@ class PreparedSession:
         --------
         >>> from explorer import load
         >>> from explorer.runtimes.ort_runtime import OrtRuntime
-        >>> from explorer.runtimes.inputs import random_feeds
+        >>> from explorer.onnx_adapter.inputs import random_feeds
         >>> g = load("zoo:mlp")
         >>> len(OrtRuntime().prepare(g).time(random_feeds(g.model), min_runs=4, min_seconds=0)["times_ms"])
         4

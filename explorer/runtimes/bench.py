@@ -6,7 +6,7 @@ time reported apart as ``prepare_s``), warm-up runs are discarded, then runs rep
 both a minimum count and a minimum time are reached (a slow runtime stops at a maximum
 time, with at least three runs). The distribution is kept (``times_ms``) and summarised as
 median, p90, p99, min and IQR. Inputs come from the model's input types and shapes with a
-fixed seed (:func:`explorer.runtimes.inputs.random_feeds`, the project's one generator), or
+fixed seed (:func:`explorer.onnx_adapter.inputs.random_feeds`, the project's one generator), or
 are given. Every runtime's outputs are compared with the
 first runtime's (:func:`explorer.runtimes.compare.agreement`).
 
@@ -27,19 +27,20 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..model_files import worker_source
-from ..worker import ProgressEvent
-from .base import PreparedSession, Runtime
-from .compare import agreement, max_abs_diff
-from .inputs import concrete_input_shapes, random_feeds
-from .ort import run_onnxruntime
-from .ort_runtime import OrtRuntime
-from .tvm_runtime import TvmRuntime
+from explorer.isolation.worker import ProgressEvent
+from explorer.onnx_adapter.adapter import onnx_model
+from explorer.onnx_adapter.inputs import concrete_input_shapes, random_feeds
+from explorer.onnx_adapter.model_files import worker_source
+from explorer.runtimes.base import PreparedSession, Runtime
+from explorer.runtimes.compare import agreement, max_abs_diff
+from explorer.runtimes.ort import run_onnxruntime
+from explorer.runtimes.ort_runtime import OrtRuntime
+from explorer.runtimes.tvm_runtime import TvmRuntime
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ..graph import ModelGraph
+    from explorer.core.graph import ModelGraph
 
 __all__ = [
     "BenchResult",
@@ -342,8 +343,7 @@ def bench(
     >>> [r.agrees for r in report.results]
     [True, True]
     """
-    if graph.model is None:
-        raise ValueError("bench needs a top-level ONNX graph (one with a ModelProto)")
+    onnx_model(graph, "bench")
     shapes = {k: list(v) for k, v in concrete_input_shapes(graph.model, input_shapes).items()}
     given = feeds is not None
     inputs = dict(feeds) if given else random_feeds(graph.model, shapes, seed=seed)

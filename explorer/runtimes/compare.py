@@ -1,4 +1,4 @@
-"""Numerical agreement: the largest difference between two runs (inputs: :mod:`explorer.runtimes.inputs`).
+"""Numerical agreement: the largest difference between two runs (inputs: :mod:`explorer.onnx_adapter.inputs`).
 
 Examples
 --------
@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .inputs import random_feeds, symbolic_dim_default
+from explorer.onnx_adapter.inputs import random_feeds, symbolic_dim_default
 
 __all__ = ["random_feeds", "max_abs_diff", "symbolic_dim_default", "Agreement", "agreement", "TOLERANCES"]
 

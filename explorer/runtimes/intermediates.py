@@ -26,17 +26,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import onnx
 
-from .. import worker
-from ..model_files import stage_variant, worker_source
-from ..weights import external_tensors
-from .compare import agreement
-from .inputs import concrete_input_shapes, random_feeds
-from .ort import run_onnxruntime
+from explorer.isolation import worker
+from explorer.onnx_adapter.adapter import onnx_model
+from explorer.onnx_adapter.inputs import concrete_input_shapes, random_feeds
+from explorer.onnx_adapter.model_files import stage_variant, worker_source
+from explorer.onnx_adapter.weights import external_tensors
+from explorer.runtimes.compare import agreement
+from explorer.runtimes.ort import run_onnxruntime
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ..graph import ModelGraph
+    from explorer.core.graph import ModelGraph
 
 __all__ = ["TensorAgreement", "IntermediateComparison", "compare_intermediates"]
 
@@ -138,7 +139,6 @@ class IntermediateComparison:
 
 def _ort_values(graph: ModelGraph, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Every node output of the top-level graph on ONNX Runtime, optimisations off."""
-    assert graph.model is not None
     model = onnx.ModelProto()
     model.CopyFrom(graph.model)  # never the graph's own model
     declared = [o.name for o in model.graph.output]
@@ -181,15 +181,18 @@ def compare_intermediates(
 
     Examples
     --------
-    >>> compare_intermediates.__name__
-    'compare_intermediates'
-    """
-    from ..lower.relax_import import failed_import, shape_dict
-    from ..lower.relax_intermediates import run_relax_intermediates
-    from ..lower.relax_pipeline import RelaxImportFailed
+    Builds the model with TVM (seconds; the module's example runs it):
 
-    if graph.model is None:
-        raise ValueError("comparing intermediates needs a top-level ONNX graph (one with a ModelProto)")
+    >>> from explorer import load
+    >>> result = compare_intermediates(load("zoo:mlp"), seed=1)  # doctest: +SKIP
+    >>> [(t.node, t.agrees) for t in result.tensors][:2]  # doctest: +SKIP
+    [('/Flatten', True), ('/fc1/Gemm', True)]
+    """
+    from explorer.lower.relax_import import failed_import, shape_dict
+    from explorer.lower.relax_intermediates import run_relax_intermediates
+    from explorer.lower.relax_pipeline import RelaxImportFailed
+
+    onnx_model(graph, "comparing intermediates")
     shapes = shape_dict(concrete_input_shapes(graph.model, input_shapes))
     feeds = dict(feeds) if feeds is not None else random_feeds(graph.model, shapes, seed)
     reference = _ort_values(graph, feeds)

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..cpu_cores import physical_cores
+from explorer.isolation.cpu_cores import physical_cores
 
 __all__ = ["MachinePeak", "measure_peak", "MATMUL_SIZE", "COPY_BYTES"]
 
@@ -42,7 +42,7 @@ class MachinePeak:
     gbps : float
         GB/s moved (read + written) by a large copy.
     cores : int
-        Physical cores (:func:`explorer.cpu_cores.physical_cores`).
+        Physical cores (:func:`explorer.isolation.cpu_cores.physical_cores`).
     """
 
     gflops: float

@@ -20,16 +20,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .. import worker
-from ..errors import RuntimeUnsupportedError
-from ..model_files import worker_source
-from ..native import ORT_LEVELS
-from ..worker import ProgressEvent
-from .base import PreparedSession, session_key
-from .sessions import prepare_ort
+from explorer.core.errors import RuntimeUnsupportedError
+from explorer.isolation import worker
+from explorer.isolation.worker import ProgressEvent
+from explorer.onnx_adapter.adapter import onnx_model
+from explorer.onnx_adapter.model_files import worker_source
+from explorer.runtimes.base import PreparedSession, session_key
+from explorer.runtimes.ort import ORT_LEVELS
+from explorer.runtimes.sessions import prepare_ort
 
 if TYPE_CHECKING:
-    from ..graph import ModelGraph
+    from explorer.core.graph import ModelGraph
 
 __all__ = ["OrtRuntime", "PROVIDER_NAMES", "available_providers"]
 
@@ -70,7 +71,7 @@ class OrtRuntime:
     provider : str
         The execution provider (``CPUExecutionProvider``, ``CUDAExecutionProvider``, ...).
     optimization : str
-        Graph optimisation level: one of :data:`explorer.native.ORT_LEVELS`.
+        Graph optimisation level: one of :data:`explorer.runtimes.ort.ORT_LEVELS`.
     threads : int
         Intra-op threads; 0 is ONNX Runtime's default.
 
@@ -153,8 +154,7 @@ class OrtRuntime:
         ...     print(err.op_type, err.domain, err.opset)
         Foo my.ops 3
         """
-        if graph.model is None:
-            raise ValueError("a runtime needs a top-level ONNX graph (one with a ModelProto)")
+        onnx_model(graph, "a runtime")
         key = session_key(self, graph, input_shapes)
         info = worker.run_on_model(
             prepare_ort,
@@ -192,7 +192,7 @@ def _refused(info: Mapping[str, Any], graph: ModelGraph) -> RuntimeUnsupportedEr
 def _node_domain(model: Any, op: str, node: str) -> str:
     """The domain of the node called ``node`` with op ``op`` (or of any node with that op) in the
     model's graphs and functions; ``""`` when none has it."""
-    from ..onnx_protos import iter_graphs
+    from explorer.onnx_adapter.protos import iter_graphs
 
     graphs = [g.node for g, _ in iter_graphs(model.graph)] + [f.node for f in model.functions]
     found = [n for nodes in graphs for n in nodes if n.op_type == op]

@@ -33,16 +33,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import worker
-from ..model_files import worker_source
-from ..tensors import dtype_bytes
-from .base import PreparedSession
-from .sessions import profile_session
+from explorer.core.tensors import dtype_bytes
+from explorer.isolation import worker
+from explorer.onnx_adapter.model_files import worker_source
+from explorer.runtimes.base import PreparedSession
+from explorer.runtimes.sessions import profile_session
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ..graph import ModelGraph
+    from explorer.core.graph import ModelGraph
 
 __all__ = ["KernelTime", "Profile", "profile", "HEAVY_CATEGORIES", "ORT_FUSED_ANCHORS"]
 
@@ -273,7 +273,7 @@ def _ort_kernels(graph: ModelGraph, records: Sequence[Mapping[str, Any]], runs: 
 
 def _anchor(source: ModelGraph, origins: Sequence[str]) -> str | None:
     """The ONNX node a fused kernel's time goes on: its first member in :data:`HEAVY_CATEGORIES` order."""
-    from ..op_categories import category_of
+    from explorer.core.op_categories import category_of
 
     members = [o for o in origins if source.nx.has_node(o)]
     for category in HEAVY_CATEGORIES:
@@ -321,8 +321,8 @@ def _tvm_kernels(
     """TVM calls per run, mapped to the call sites after FuseTIR (of the passes the build ran: a
     tuned build decomposes batch norm first): the n-th kernel call of a run to the n-th call
     site when there are as many, else the n-th call of a PrimFunc to its n-th call site."""
-    from ..lower.relax_pipeline import relax_pipeline
-    from ..lower.relax_tuning import PREPACKED_SUFFIX, TUNING_PASSES
+    from explorer.lower.relax_pipeline import relax_pipeline
+    from explorer.lower.relax_tuning import PREPACKED_SUFFIX, TUNING_PASSES
 
     passes = list(TUNING_PASSES) if tuned else "zero"
     lowered = relax_pipeline(graph, shapes, passes)[-1].graph
@@ -391,7 +391,7 @@ def _tvm_kernels(
 
 def _written_bytes(lowered: ModelGraph, kernels: Sequence[str]) -> float | None:
     """Bytes the kernels' outputs take (each tensor once), or None when a shape is not known."""
-    from ..cost_model import bind_shape
+    from explorer.runtimes.cost_model import bind_shape
 
     written = 0.0
     for node in kernels:

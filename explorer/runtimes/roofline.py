@@ -1,6 +1,6 @@
 """Each node's achieved throughput against the machine's roofline: is it slow, and bound by what.
 
-A node's FLOPs and bytes (:func:`explorer.cost_model.node_costs`) and its measured time
+A node's FLOPs and bytes (:func:`explorer.runtimes.cost_model.node_costs`) and its measured time
 (:class:`~explorer.runtimes.profile.Profile`'s ``node_ms``: a fused kernel's time is on the
 node doing its work) give its achieved GFLOP/s and its arithmetic intensity; the machine's
 measured peaks (:func:`~explorer.runtimes.machine.measure_peak`) give what is attainable
@@ -11,7 +11,7 @@ a runtime leaves time on the table; one on the sloped part is memory-bound, and 
 Examples
 --------
 >>> from explorer import load
->>> from explorer.cost_model import node_costs
+>>> from explorer.runtimes.cost_model import node_costs
 >>> from explorer.runtimes import OrtRuntime, random_feeds
 >>> from explorer.runtimes.machine import MachinePeak
 >>> from explorer.runtimes.profile import profile
@@ -27,13 +27,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from .machine import MachinePeak, measure_peak
+from explorer.runtimes.machine import MachinePeak, measure_peak
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ..cost_model import CostModel
-    from .profile import Profile
+    from explorer.runtimes.cost_model import CostModel
+    from explorer.runtimes.profile import Profile
 
 __all__ = ["RooflinePoint", "Roofline", "roofline"]
 
@@ -49,7 +49,7 @@ class RooflinePoint:
     ms : float
         Its measured time per inference.
     flops, bytes : float
-        Its work (:class:`~explorer.cost_model.NodeCost`).
+        Its work (:class:`~explorer.runtimes.cost_model.NodeCost`).
     intensity : float
         FLOPs per byte.
     gflops : float
@@ -179,8 +179,13 @@ def roofline(profile: Profile, costs: CostModel, peak: MachinePeak | None = None
 
     Examples
     --------
-    >>> roofline.__name__
-    'roofline'
+    >>> from explorer import load
+    >>> from explorer.runtimes.cost_model import node_costs
+    >>> from explorer.runtimes.profile import Profile
+    >>> times = Profile("ort", "ort", 1, 0.02, (), {"/fc1/Gemm": 0.01, "/relu1/Relu": 0.01})
+    >>> line = roofline(times, node_costs(load("zoo:mlp")), MachinePeak(100.0, 20.0, 2))
+    >>> [(p.node, p.bound, round(p.gflops, 1)) for p in line.points]
+    [('/fc1/Gemm', 'memory', 40.1), ('/relu1/Relu', 'memory', 0.0)]
     """
     peak = peak or measure_peak()
     points = []

@@ -1,6 +1,6 @@
 """Prepared sessions kept warm in the worker: ONNX Runtime sessions and compiled TVM virtual machines.
 
-Everything here runs inside the worker process (:mod:`explorer.worker`). A session is
+Everything here runs inside the worker process (:mod:`explorer.isolation.worker`). A session is
 prepared once under a key the parent computes (the model, the runtime and its options) and
 kept in this process, so running or timing it again costs no session creation or compile;
 preparing the same key again returns at once (``reused``). The worker keeps the last
@@ -14,10 +14,10 @@ clock starts), as ``onnxruntime_perf_test`` and TVM's ``time_evaluator`` do.
 
 Examples
 --------
->>> import os, tempfile, numpy as np, onnx
->>> from explorer import worker, zoo
->>> path = os.path.join(tempfile.mkdtemp(), "m.onnx")
->>> onnx.save(zoo.build("mlp"), path)
+>>> import numpy as np
+>>> from explorer.isolation import worker
+>>> from explorer import zoo
+>>> path = str(zoo.save("mlp"))
 >>> info = worker.run(prepare_ort, path, "doc-mlp", {"optimization": "all"})
 >>> feeds = {"input": np.zeros((1, 1, 28, 28), np.float32)}
 >>> timed = worker.run(time_session, "doc-mlp", feeds, warmup=1, min_runs=5, min_seconds=0.0)
@@ -37,9 +37,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import worker
-from ..cpu_cores import physical_cores, tvm_threads
-from ..lower.vm_instrument import vm_call_times
+from explorer.isolation import worker
+from explorer.isolation.cpu_cores import physical_cores, tvm_threads
 
 __all__ = [
     "MAX_SESSIONS",
@@ -115,7 +114,7 @@ def prepare_ort(path: str, key: str, options: Mapping[str, Any]) -> dict[str, An
     """Create (or find) an ONNX Runtime session for ``path`` under ``key``.
 
     ``options``: ``provider`` (default ``CPUExecutionProvider``), ``optimization`` (a level
-    of :data:`explorer.native.ORT_LEVELS`, default ``all``), ``threads`` (intra-op, 0 =
+    of :data:`explorer.runtimes.ort.ORT_LEVELS`, default ``all``), ``threads`` (intra-op, 0 =
     ONNX Runtime's default).
 
     Returns
@@ -127,14 +126,20 @@ def prepare_ort(path: str, key: str, options: Mapping[str, Any]) -> dict[str, An
 
     Examples
     --------
-    >>> prepare_ort.__name__
-    'prepare_ort'
+    >>> import numpy as np
+    >>> from explorer.isolation import worker
+    >>> from explorer import zoo
+    >>> path = str(zoo.save("mlp"))
+    >>> first = worker.run(prepare_ort, path, "doc-prepare-ort", {"optimization": "basic", "threads": 1})
+    >>> again = worker.run(prepare_ort, path, "doc-prepare-ort", {"optimization": "basic", "threads": 1})
+    >>> first["runtime"], first["threads"], first["reused"], again["reused"]
+    ('ort', 1, False, True)
     """
     if key in _SESSIONS:
         return {**_get(key).info, "reused": True}
     import onnxruntime as ort
 
-    from ..native import ort_session
+    from explorer.runtimes.ort import ort_session
 
     provider = str(options.get("provider", "CPUExecutionProvider"))
     threads = int(options.get("threads", 0) or 0)
@@ -217,7 +222,7 @@ def ort_refusal(message: str, provider: str = "CPUExecutionProvider") -> dict[st
     where = f"the {short} provider"
     if match := _NO_KERNEL.search(message):
         op, version, node = match.group(1), int(match.group(2)), match.group(3)
-        from ..targets.ort_kernels import installed_kernels
+        from explorer.targets.ort_kernels import installed_kernels
 
         table = installed_kernels(provider)  # the message names no domain: ONNX's own, else any
         kernels = list(table.get(("ai.onnx", op), ()))
@@ -282,25 +287,33 @@ def prepare_tvm(
     dict
         ``{"runtime": "tvm", "prepare_s", "compile_s", "tune_s", "trials", "tuned_before",
         "target", "threads", "version", "reused"}``, or the import's failure
-        (``{"ok": False, ...}``, see :func:`explorer.lower.relax_steps.import_relax`).
+        (``{"ok": False, ...}``, see :func:`explorer.lower.relax_frontend.import_relax`).
 
     Examples
     --------
-    >>> prepare_tvm.__name__
-    'prepare_tvm'
+    Compiling with TVM takes seconds, so it is not run here:
+
+    >>> import numpy as np
+    >>> from explorer.isolation import worker
+    >>> from explorer import zoo
+    >>> path = str(zoo.save("mlp"))
+    >>> shapes = {"input": [1, 1, 28, 28]}
+    >>> info = worker.run(prepare_tvm, path, "doc-prepare-tvm", shapes, {})  # doctest: +SKIP
+    >>> info["runtime"], info["reused"]  # doctest: +SKIP
+    ('tvm', False)
     """
     if key in _SESSIONS:
         return {**_get(key).info, "reused": True}
     # TVM's own import (seconds) is the process's cost, not the model's: before the clock starts
     import tvm.relax.frontend.onnx
 
-    from ..lower.relax_steps import compile_relax, relax_outputs
+    from explorer.lower.relax_compile import compile_relax, relax_outputs
 
     started = time.perf_counter()
     target = str(options.get("target", "llvm"))
     trials, minutes = int(options.get("tune_trials") or 0), options.get("tune_minutes")
     if trials > 0 or minutes or options.get("pretuned"):
-        from ..lower.relax_tuning import compile_tuned
+        from explorer.lower.relax_tuning import compile_tuned
 
         compiled = compile_tuned(
             path,
@@ -326,6 +339,8 @@ def prepare_tvm(
     main = machine["main"]
 
     def profile(model_path: str, args: Any, runs: int) -> list[dict[str, Any]]:
+        from explorer.lower.vm_instrument import vm_call_times  # TVM's instrument, only in a TVM worker
+
         return vm_call_times(machine, args, runs)
 
     info = {
@@ -424,7 +439,7 @@ def _remote_session(compiled: Mapping[str, Any], options: Mapping[str, Any], sta
     import tvm
     from tvm import relax
 
-    from ..lower.relax_steps import relax_outputs
+    from explorer.lower.relax_compile import relax_outputs
 
     tracker, key = str(options["rpc_tracker"]), str(options["rpc_key"])
     remote = _request_remote(tracker, key, float(options.get("rpc_timeout", RPC_REQUEST_TIMEOUT_S)))
@@ -482,8 +497,13 @@ def run_session(key: str, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
 
     Examples
     --------
-    >>> run_session.__name__
-    'run_session'
+    >>> import numpy as np
+    >>> from explorer.isolation import worker
+    >>> from explorer import zoo
+    >>> path = str(zoo.save("mlp"))
+    >>> _ = worker.run(prepare_ort, path, "doc-run-session", {})
+    >>> worker.run(run_session, "doc-run-session", {"input": np.ones((1, 1, 28, 28), np.float32)})[0].shape
+    (1, 10)
     """
     session = _get(key)
     return session.outputs(session.call(session.bind(feeds)))
@@ -521,8 +541,15 @@ def time_session(
 
     Examples
     --------
-    >>> time_session.__name__
-    'time_session'
+    >>> import numpy as np
+    >>> from explorer.isolation import worker
+    >>> from explorer import zoo
+    >>> path = str(zoo.save("mlp"))
+    >>> _ = worker.run(prepare_ort, path, "doc-time-session", {})
+    >>> feeds = {"input": np.ones((1, 1, 28, 28), np.float32)}
+    >>> timed = worker.run(time_session, "doc-time-session", feeds, warmup=1, min_runs=3, min_seconds=0.0)
+    >>> len(timed["warmup_ms"]), len(timed["times_ms"]), timed["outputs"][0].shape
+    (1, 3, (1, 10))
     """
     session = _get(key)
     bound = session.bind(feeds)
@@ -571,7 +598,7 @@ def _ort_profile(
     import json
     import tempfile
 
-    from ..native import ort_session
+    from explorer.runtimes.ort import ort_session
 
     with tempfile.TemporaryDirectory(prefix="ort-profile-") as folder:
         session = ort_session(
@@ -621,8 +648,15 @@ def profile_session(path: str, key: str, feeds: Mapping[str, np.ndarray], runs: 
 
     Examples
     --------
-    >>> profile_session.__name__
-    'profile_session'
+    >>> import numpy as np
+    >>> from explorer.isolation import worker
+    >>> from explorer import zoo
+    >>> path = str(zoo.save("mlp"))
+    >>> _ = worker.run(prepare_ort, path, "doc-profile-session", {"optimization": "basic"})
+    >>> feeds = {"input": np.ones((1, 1, 28, 28), np.float32)}
+    >>> prof = worker.run(profile_session, path, "doc-profile-session", feeds, runs=2)
+    >>> prof["runs"], sorted({r["op"] for r in prof["records"]})
+    (2, ['Flatten', 'Gemm', 'Relu'])
     """
     session = _get(key)
     if session.profile is None:

@@ -22,15 +22,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .. import worker
-from ..errors import LoweringError
-from ..model_files import worker_source
-from ..worker import ProgressEvent
-from .base import PreparedSession, session_key
-from .sessions import prepare_tvm
+from explorer.core.errors import LoweringError
+from explorer.isolation import worker
+from explorer.isolation.worker import ProgressEvent
+from explorer.onnx_adapter.adapter import onnx_model
+from explorer.onnx_adapter.model_files import worker_source
+from explorer.runtimes.base import PreparedSession, session_key
+from explorer.runtimes.sessions import prepare_tvm
 
 if TYPE_CHECKING:
-    from ..graph import ModelGraph
+    from explorer.core.graph import ModelGraph
 
 __all__ = ["TvmRuntime"]
 
@@ -146,17 +147,16 @@ class TvmRuntime:
         >>> TvmRuntime().prepare(load("zoo:mlp"), {"input": [1, 1, 28, 28]}).info["compile_s"] > 0
         True
         """
-        from ..lower.relax_import import failed_import, shape_dict
-        from ..lower.relax_pipeline import RelaxImportFailed
-        from .inputs import concrete_input_shapes
+        from explorer.lower.relax_import import failed_import, shape_dict
+        from explorer.lower.relax_pipeline import RelaxImportFailed
+        from explorer.onnx_adapter.inputs import concrete_input_shapes
 
-        if graph.model is None:
-            raise ValueError("a runtime needs a top-level ONNX graph (one with a ModelProto)")
+        onnx_model(graph, "a runtime")
         shapes = shape_dict(concrete_input_shapes(graph.model, input_shapes))
         key = session_key(self, graph, shapes)
         options = self.options()
         if self.tuned:
-            from ..lower.relax_tuning import tuning_dir
+            from explorer.lower.relax_tuning import tuning_dir
 
             options["work_dir"] = str(tuning_dir(self.target, self.tuning_root))
             options["tuning_key"] = session_key(  # model (by content: tuned.json outlives the worker),
@@ -177,7 +177,7 @@ class TvmRuntime:
                 timeout=0 if self.tuned else None,  # tuning stops at its own budget (or when interrupted)
             )
         except LoweringError as err:  # raised in the worker, which knew the model only as a file
-            from ..lower.pass_failures import located
+            from explorer.lower.pass_failures import located
 
             raise located(err, graph.source) from None
         if not info.get("ok", True):

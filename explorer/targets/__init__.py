@@ -19,12 +19,17 @@ Examples
 
 from __future__ import annotations
 
-from .assignment import Assignment, compare_assignment, real_assignment
-from .coverage import CoverageReport, TargetCoverage, coverage
-from .partition import Partitioning, Transition, partition
-from .registry import TARGET_NAMES, get_target, list_targets, targets_frame
-from .support import NodeFacts, NodeSupport, Reason, node_facts
-from .target import KnowledgeSource, Target
+from typing import TYPE_CHECKING
+
+from explorer.core.lazy_exports import lazy_exports
+
+if TYPE_CHECKING:
+    from explorer.targets.assignment import Assignment, compare_assignment, real_assignment
+    from explorer.targets.coverage import CoverageReport, TargetCoverage, coverage
+    from explorer.targets.partition import Partitioning, Transition, partition
+    from explorer.targets.registry import TARGET_NAMES, get_target, list_targets, targets_frame
+    from explorer.targets.support import NodeFacts, NodeSupport, Reason, node_facts
+    from explorer.targets.target import KnowledgeSource, Target
 
 __all__ = [
     "TARGET_NAMES",
@@ -47,3 +52,31 @@ __all__ = [
     "Assignment",
     "compare_assignment",
 ]
+
+#: Public name -> the module that defines it, imported on first use: a worker that unpickles
+#: :func:`explorer.targets.assignment.ort_assignment` imports this package, and must not pay for
+#: every target's tables and the partitioner (networkx) with it.
+_LAZY = {
+    "TARGET_NAMES": "explorer.targets.registry",
+    "get_target": "explorer.targets.registry",
+    "list_targets": "explorer.targets.registry",
+    "targets_frame": "explorer.targets.registry",
+    "Target": "explorer.targets.target",
+    "KnowledgeSource": "explorer.targets.target",
+    "NodeFacts": "explorer.targets.support",
+    "NodeSupport": "explorer.targets.support",
+    "Reason": "explorer.targets.support",
+    "node_facts": "explorer.targets.support",
+    "partition": "explorer.targets.partition",
+    "Partitioning": "explorer.targets.partition",
+    "Transition": "explorer.targets.partition",
+    "coverage": "explorer.targets.coverage",
+    "CoverageReport": "explorer.targets.coverage",
+    "TargetCoverage": "explorer.targets.coverage",
+    "real_assignment": "explorer.targets.assignment",
+    "Assignment": "explorer.targets.assignment",
+    "compare_assignment": "explorer.targets.assignment",
+}
+
+
+lazy_exports(__name__, _LAZY)

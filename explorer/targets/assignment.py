@@ -5,7 +5,8 @@
 ``InferenceSession.get_provider_graph_assignment_info()``: each subgraph an execution
 provider took and its nodes. Nodes are matched by name (a model whose names are missing
 or repeated gets the graph's node ids as names first, in a copy). When the session
-cannot be created (a node without a kernel) the error is the answer.
+cannot be created (a node without a kernel) the error is the answer. :func:`ort_assignment`
+is the part that runs in the worker.
 
 Examples
 --------
@@ -17,20 +18,22 @@ Examples
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .. import native, worker
-from ..model_files import worker_source
+from explorer.isolation import worker
+from explorer.onnx_adapter.adapter import onnx_model
+from explorer.onnx_adapter.model_files import worker_source
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ..graph import ModelGraph
-    from .partition import Partitioning
+    from explorer.core.graph import ModelGraph
+    from explorer.targets.partition import Partitioning
 
-__all__ = ["Assignment", "real_assignment", "compare_assignment", "INLINED_PREFIX"]
+__all__ = ["Assignment", "real_assignment", "ort_assignment", "compare_assignment", "INLINED_PREFIX"]
 
 INLINED_PREFIX = "_inlfunc_"
 """How ONNX Runtime names the nodes of a model-local function it inlined (then the function's name)."""
@@ -110,10 +113,9 @@ def real_assignment(graph: ModelGraph, providers: Sequence[str] = ("CPUExecution
     >>> real_assignment(load("zoo:resnet18")).subgraphs
     69
     """
-    if graph.model is None:
-        raise ValueError("the real assignment needs a top-level ONNX graph (one with a ModelProto)")
+    onnx_model(graph, "the real assignment")
     out = worker.run_on_model(
-        native.ort_assignment,
+        ort_assignment,
         worker_source(graph),
         list(providers),
         _names_for_ort(graph),
@@ -134,6 +136,62 @@ def real_assignment(graph: ModelGraph, providers: Sequence[str] = ("CPUExecution
             for node in [name] if name in ids else _inlined_from(name, callers):
                 placed.setdefault(node, subgraph["provider"])  # a folded Constant is in no list
     return Assignment(placed, len(out["subgraphs"]), tuple(providers))
+
+
+def ort_assignment(
+    path: str | os.PathLike[str], providers: Sequence[str], node_names: Sequence[str] | None = None
+) -> dict[str, Any]:
+    """Which execution provider ONNX Runtime gives each node (call it in the worker).
+
+    The session is created with graph optimisations off, so the nodes are the model's own,
+    and with ``session.record_ep_graph_assignment_info`` on.
+
+    Parameters
+    ----------
+    path : path
+        The model file (read only).
+    providers : sequence of str
+        Execution providers, in priority order.
+    node_names : sequence of str, optional
+        Names to give the main graph's nodes first, in node-list order (for models whose
+        names are missing or repeated); the renamed copy stays in memory.
+
+    Returns
+    -------
+    dict
+        ``{"subgraphs": [{"provider", "nodes": [name, ...]}, ...]}``, or ``{"error": text}``
+        when the session cannot be created.
+
+    Examples
+    --------
+    >>> from explorer.isolation import worker
+    >>> from explorer import zoo
+    >>> out = worker.run_on_model(ort_assignment, zoo.build("mlp"), ["CPUExecutionProvider"])
+    >>> {s["provider"] for s in out["subgraphs"]}
+    {'CPUExecutionProvider'}
+    """
+    import onnx
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
+    source: Any = os.fspath(path)
+    if node_names is not None:
+        model = onnx.load(source)
+        for node, name in zip(model.graph.node, node_names, strict=True):
+            node.name = name
+        source = model.SerializeToString()
+    try:
+        session = ort.InferenceSession(source, sess_options=options, providers=list(providers))
+    except Exception as exc:
+        return {"error": f"{type(exc).__name__}: {str(exc).strip()}"}
+    return {
+        "subgraphs": [
+            {"provider": s.ep_name, "nodes": [n.name for n in s.get_nodes()]}
+            for s in session.get_provider_graph_assignment_info()
+        ]
+    }
 
 
 def _inlined_from(name: str, callers: dict[str, list[str]]) -> list[str]:

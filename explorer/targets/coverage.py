@@ -26,17 +26,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..tensors import dtype_bytes
-from .assignment import compare_assignment, real_assignment
-from .partition import Partitioning, partition
-from .registry import TARGET_NAMES, get_target
-from .support import node_facts
+from explorer.core.tensors import dtype_bytes
+from explorer.targets.assignment import compare_assignment, real_assignment
+from explorer.targets.partition import Partitioning, partition
+from explorer.targets.registry import TARGET_NAMES, get_target
+from explorer.targets.support import node_facts
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ..graph import ModelGraph
-    from .target import Target
+    from explorer.core.graph import ModelGraph
+    from explorer.targets.target import Target
 
 __all__ = ["TargetCoverage", "CoverageReport", "coverage"]
 
@@ -234,8 +234,8 @@ def coverage(
     >>> r.get("qnn-htp").coverage  # the batch dimension is dynamic: nothing is static on the HTP
     0.0
     """
-    from ..cost_model import node_costs
-    from .ort_kernels import installed_providers
+    from explorer.runtimes.cost_model import node_costs
+    from explorer.targets.ort_kernels import installed_providers
 
     chosen = [get_target(t) if isinstance(t, str) else t for t in (targets or TARGET_NAMES)]
     facts = node_facts(graph)

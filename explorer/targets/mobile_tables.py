@@ -27,8 +27,13 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .rules import attribute_reasons, constant_input_reasons, local_function_reasons, rank_reasons
-from .support import NOTE, OP_MISSING, NodeFacts, Reason, onnx_op_schema
+from explorer.targets.rules import (
+    attribute_reasons,
+    constant_input_reasons,
+    local_function_reasons,
+    rank_reasons,
+)
+from explorer.targets.support import NOTE, OP_MISSING, NodeFacts, Reason, onnx_op_schema
 
 __all__ = [
     "MOBILE_TABLES",

@@ -28,7 +28,17 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from .support import ATTRIBUTE, DTYPE, NOTE, OP_MISSING, OPSET, NodeFacts, Reason, onnx_op_schema
+from explorer.onnx_adapter.ort_registry import kernel_defs, ort_ops
+from explorer.targets.support import (
+    ATTRIBUTE,
+    DTYPE,
+    NOTE,
+    OP_MISSING,
+    OPSET,
+    NodeFacts,
+    Reason,
+    onnx_op_schema,
+)
 
 __all__ = [
     "OrtKernel",
@@ -92,15 +102,6 @@ def _group(kernels: Sequence[OrtKernel]) -> dict[tuple[str, str], tuple[OrtKerne
 
 
 @functools.cache
-def _registry() -> tuple[Any, ...]:
-    try:
-        from onnxruntime.capi import _pybind_state
-    except ImportError:
-        return ()
-    return tuple(_pybind_state.get_all_opkernel_def())
-
-
-@functools.cache
 def installed_kernels(provider: str) -> KernelTable:
     """The installed ONNX Runtime's kernels of ``provider`` (empty when it has none).
 
@@ -117,7 +118,7 @@ def installed_kernels(provider: str) -> KernelTable:
             int(k.version_range[1]),
             {name: tuple(types) for name, types in k.type_constraints.items()},
         )
-        for k in _registry()
+        for k in kernel_defs()
         if k.provider == provider
     ]
     return _group(kernels)
@@ -131,19 +132,7 @@ def installed_providers() -> tuple[str, ...]:
     >>> "CPUExecutionProvider" in installed_providers()
     True
     """
-    return tuple(sorted({k.provider for k in _registry()}))
-
-
-@functools.cache
-def ort_ops() -> frozenset[tuple[str, str]]:
-    """(domain, op) pairs the installed ONNX Runtime has a kernel for, on any provider.
-
-    Examples
-    --------
-    >>> ("com.microsoft", "FusedMatMul") in ort_ops()
-    True
-    """
-    return frozenset((k.domain or "ai.onnx", k.op_name) for k in _registry())
+    return tuple(sorted({k.provider for k in kernel_defs()}))
 
 
 def _data(name: str) -> Any:

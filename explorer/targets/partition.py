@@ -26,15 +26,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..tensors import format_bytes
-from .support import NodeFacts, NodeSupport
+from explorer.core.tensors import format_bytes
+from explorer.targets.support import NodeFacts, NodeSupport
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ..graph import ModelGraph
-    from .assignment import Assignment
-    from .target import Target
+    from explorer.core.graph import ModelGraph
+    from explorer.targets.assignment import Assignment
+    from explorer.targets.target import Target
 
 __all__ = ["Transition", "Partitioning", "partition", "supported_groups", "HOST"]
 

@@ -5,7 +5,7 @@ compiles static graphs), run onnxsim (shape computations become constants), ONNX
 Runtime's QNN preprocessing (fusions the HTP runs as one op), then QDQ quantisation with
 the QNN provider's configuration (8- or 16-bit activations, calibrated on the user's
 inputs or generated ones). :func:`prepare_for_target` runs it as a
-:class:`~explorer.timeline.Timeline` (so the stepper shows each step), and after each
+:class:`~explorer.core.timeline.Timeline` (so the stepper shows each step), and after each
 step records the target's coverage and partitions (also in each snapshot's ``metrics``)
 and the accuracy it cost: the largest output difference from the float model, both run
 on ONNX Runtime's CPU provider on the same inputs. NNAPI and CoreML get the first two
@@ -26,14 +26,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .partition import partition
-from .registry import get_target
+from explorer.onnx_adapter.adapter import onnx_model
+from explorer.targets.partition import partition
+from explorer.targets.registry import get_target
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ..graph import ModelGraph
-    from ..timeline import Timeline
+    from explorer.core.graph import ModelGraph
+    from explorer.core.timeline import Timeline
 
 __all__ = ["PREPARE_PIPELINES", "PrepareStep", "PreparedModel", "prepare_pipeline", "prepare_for_target"]
 
@@ -192,9 +193,9 @@ def _refuse_string_inputs(graph: ModelGraph, target: str) -> None:
     """A string input cannot be fed to an NPU, generated for calibration or quantised: say which."""
     from onnx import TensorProto
 
-    from ..errors import UsageError
-    from ..onnx_protos import string_inputs
-    from ..tensors import dtype_name
+    from explorer.core.errors import UsageError
+    from explorer.core.tensors import dtype_name
+    from explorer.onnx_adapter.protos import string_inputs
 
     strings = string_inputs(graph.model)
     if strings:
@@ -253,15 +254,14 @@ def prepare_for_target(
     >>> p.steps[0].coverage, p.steps[-1].coverage, p.graph.op_counts["QuantizeLinear"] > 0
     (0.0, 1.0, True)
     """
-    from ..graph import ModelGraph
-    from ..load import load
-    from ..runtimes.inputs import concrete_input_shapes
-    from ..timeline import run_pipeline
-    from ..verification import OutputCheck
+    from explorer.core.graph import ModelGraph
+    from explorer.onnx_adapter.inputs import concrete_input_shapes
+    from explorer.onnx_adapter.load import load
+    from explorer.passes.pipeline import run_pipeline
+    from explorer.passes.verification import OutputCheck
 
     graph = source if isinstance(source, ModelGraph) else load(source)
-    if graph.model is None:
-        raise ValueError("prepare_for_target needs a top-level ONNX graph (one with a ModelProto)")
+    onnx_model(graph, "prepare_for_target")
     chosen = get_target(target)
     _refuse_string_inputs(graph, target)
     shapes = concrete_input_shapes(graph.model, input_shapes)

@@ -27,14 +27,14 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from .rules import (
+from explorer.targets.rules import (
     attribute_reasons,
     constant_input_reasons,
     input_count_reasons,
     local_function_reasons,
     rank_reasons,
 )
-from .support import DTYPE, NOTE, OP_MISSING, NodeFacts, Reason
+from explorer.targets.support import DTYPE, NOTE, OP_MISSING, NodeFacts, Reason
 
 __all__ = ["QnnOp", "QnnTable", "qnn_table", "qnn_reasons", "HTP_REJECTED_DTYPES"]
 

@@ -24,8 +24,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping
 
-from .mobile_tables import mobile_reasons, mobile_table
-from .ort_kernels import (
+from explorer.targets.mobile_tables import mobile_reasons, mobile_table
+from explorer.targets.ort_kernels import (
     installed_kernels,
     installed_providers,
     kernel_reasons,
@@ -33,9 +33,9 @@ from .ort_kernels import (
     table_kernels,
     table_source,
 )
-from .qnn_htp import qnn_reasons, qnn_table
-from .target import KnowledgeSource, Target, per_node
-from .tvm_support import tvm_reasons
+from explorer.targets.qnn_htp import qnn_reasons, qnn_table
+from explorer.targets.target import KnowledgeSource, Target, per_node
+from explorer.targets.tvm_support import tvm_reasons
 
 __all__ = ["TARGET_NAMES", "get_target", "list_targets", "targets_frame"]
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from .support import (
+from explorer.targets.support import (
     ATTRIBUTE,
     CONSTANT_INPUT,
     DYNAMIC_SHAPE,

@@ -28,8 +28,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from explorer.onnx_adapter.adapter import has_onnx_model, opset_versions
+
 if TYPE_CHECKING:
-    from ..graph import ModelGraph
+    from explorer.core.graph import ModelGraph
 
 __all__ = [
     "OP_MISSING",
@@ -366,7 +368,7 @@ def value_kinds(graph: ModelGraph) -> dict[str, str]:
     --------
     >>> import onnx
     >>> from onnx import TensorProto, helper
-    >>> from explorer.graph import build_graph
+    >>> from explorer.onnx_adapter.graph_builder import build_graph
     >>> x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
     >>> y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
     >>> nodes = [helper.make_node("SequenceConstruct", ["x", "x"], ["s"]),
@@ -386,9 +388,7 @@ def value_kinds(graph: ModelGraph) -> dict[str, str]:
             if kind and kind != "tensor":
                 kinds[value.name] = kind
     declared = set(kinds)
-    opsets: dict[str, int] = {}
-    if graph.model is not None:
-        opsets = {(o.domain or ""): int(o.version) for o in graph.model.opset_import}
+    opsets = opset_versions(graph)
     for node in graph.op_nodes():
         data = graph.nx.nodes[node]
         domain, op = data.get("domain") or "", data["op_type"]
@@ -493,9 +493,7 @@ def node_facts(graph: ModelGraph) -> dict[str, NodeFacts]:
     >>> facts["/fc1/Gemm"].inputs[0].shape, facts["/fc1/Gemm"].attribute("transB")
     (('batch', 784), 1)
     """
-    opsets: dict[str, int] = {}
-    if graph.model is not None:
-        opsets = {(o.domain or ""): int(o.version) for o in graph.model.opset_import}
+    opsets = opset_versions(graph)
     opsets.setdefault("ai.onnx", opsets.get("", 0))
     bodies = _function_bodies(graph)
     kinds = value_kinds(graph)
@@ -528,7 +526,7 @@ def node_facts(graph: ModelGraph) -> dict[str, NodeFacts]:
 
 def _function_bodies(graph: ModelGraph) -> dict[tuple[str, str], tuple[tuple[str, str, int | None], ...]]:
     """(domain, name) of each model-local function -> its body's (domain, op, schema version)."""
-    if graph.model is None:
+    if not has_onnx_model(graph):
         return {}
     out = {}
     for function in graph.model.functions:

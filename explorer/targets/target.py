@@ -26,11 +26,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .rules import static_shape_reasons
-from .support import NodeFacts, NodeSupport, Reason, node_facts
+from explorer.targets.rules import static_shape_reasons
+from explorer.targets.support import NodeFacts, NodeSupport, Reason, node_facts
 
 if TYPE_CHECKING:
-    from ..graph import ModelGraph
+    from explorer.core.graph import ModelGraph
 
 __all__ = ["KnowledgeSource", "Target", "GraphCheck", "per_node"]
 

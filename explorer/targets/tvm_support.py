@@ -32,16 +32,17 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .. import worker
-from ..lower.relax_steps import importer_ops
-from ..model_files import worker_source
-from ..onnx_protos import constant_tensor
-from .support import CONSTANT_INPUT, IMPORT_FAILED, OP_MISSING, NodeFacts, Reason
+from explorer.isolation import worker
+from explorer.lower.relax_frontend import importer_ops
+from explorer.onnx_adapter.adapter import has_onnx_model, opset_versions
+from explorer.onnx_adapter.model_files import worker_source
+from explorer.onnx_adapter.protos import constant_tensor
+from explorer.targets.support import CONSTANT_INPUT, IMPORT_FAILED, OP_MISSING, NodeFacts, Reason
 
 if TYPE_CHECKING:
     from onnx import ModelProto, NodeProto, TensorProto
 
-    from ..graph import ModelGraph
+    from explorer.core.graph import ModelGraph
 
 __all__ = [
     "tvm_reasons",
@@ -76,10 +77,10 @@ def node_signature(facts: NodeFacts) -> str:
 def _small_constant(graph: ModelGraph, name: str) -> TensorProto | None:
     from onnx import numpy_helper
 
-    from ..weights import tensor_array
+    from explorer.onnx_adapter.weights import tensor_array
 
     info = graph.weights.get(name)
-    if info is None or (info.numel or 0) > KEEP_VALUES_UP_TO or graph.model is None:
+    if info is None or (info.numel or 0) > KEEP_VALUES_UP_TO or not has_onnx_model(graph):
         return None
     proto = next((t for t in graph.model.graph.initializer if t.name == name), None)
     if proto is None:
@@ -100,7 +101,7 @@ def _value_info(name: str, dtype: str | None, shape: Any, unknown_dtype: bool = 
     left undefined (outputs, which the importer infers)."""
     from onnx import TensorProto, helper
 
-    from ..tensors import dtype_from_name
+    from explorer.core.tensors import dtype_from_name
 
     unknown = TensorProto.UNDEFINED if unknown_dtype else TensorProto.FLOAT
     elem = dtype_from_name(dtype) if dtype else unknown
@@ -139,9 +140,10 @@ def single_node_model(graph: ModelGraph, facts: NodeFacts, node: NodeProto) -> M
             names.add(name)
     outputs = [_value_info(t.name, t.dtype, None, unknown_dtype=True) for t in facts.outputs if t is not None]
     one = helper.make_graph([node], "one_node", inputs, outputs, initializer=initializers)
-    opsets = [o for o in graph.model.opset_import] if graph.model is not None else []
+    opsets = [helper.make_opsetid(domain, version) for domain, version in opset_versions(graph).items()]
     model = helper.make_model(one, opset_imports=opsets)
-    model.ir_version = graph.model.ir_version if graph.model is not None else model.ir_version
+    if has_onnx_model(graph):
+        model.ir_version = graph.model.ir_version
     return model
 
 
@@ -155,12 +157,8 @@ def import_each(models: list[bytes]) -> list[str | None]:
 
     Examples
     --------
-    >>> from onnx import TensorProto, helper
-    >>> x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
-    >>> y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
-    >>> m = helper.make_model(helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y]),
-    ...                       opset_imports=[helper.make_opsetid("", 17)])
-    >>> worker.run(import_each, [m.SerializeToString()])
+    >>> from explorer import zoo
+    >>> worker.run(import_each, [zoo.single_op("Relu", (2,)).SerializeToString()])
     [None]
     """
     import onnx
@@ -254,10 +252,10 @@ def tvm_reasons(graph: ModelGraph, facts: Mapping[str, NodeFacts] | None = None)
     >>> sorted({r.kind for reasons in judged.values() for r in reasons})
     ['op missing']
     """
-    from .support import node_facts
+    from explorer.targets.support import node_facts
 
     facts = node_facts(graph) if facts is None else facts
-    if graph.model is None:
+    if not has_onnx_model(graph):
         return {}
     known = _converted_ops()
     if known is not None and all(f.op in known for f in facts.values()) and not graph.model.functions:

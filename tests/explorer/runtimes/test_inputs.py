@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto, helper
 
-from explorer import native, worker
-from explorer.runtimes.inputs import random_feeds, random_inputs
+from explorer.isolation import worker
+from explorer.onnx_adapter.inputs import random_feeds, random_inputs
+from explorer.runtimes.ort import run_ort
 
 
 def _gather_model() -> object:
@@ -26,7 +27,7 @@ def test_integer_inputs_are_valid_indices_and_dynamic_dims_take_the_defaults() -
 
 def test_onnx_runtime_without_inputs_uses_the_same_generator() -> None:
     model = _gather_model()
-    result = worker.run_on_model(native.run_ort, model, seed=3)
+    result = worker.run_on_model(run_ort, model, seed=3)
     expected = random_feeds(model, seed=3)
     data = expected["data"][expected["ids"]]  # what Gather computes on the very same inputs
     np.testing.assert_allclose(result["out"], data, rtol=1e-6)

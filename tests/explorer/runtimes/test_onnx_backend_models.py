@@ -6,7 +6,7 @@ Every model with its reference data (the folders ``pytorch-converted``, ``pytorc
 Runtime (:class:`~explorer.runtimes.ort_runtime.OrtRuntime`) and TVM
 (:class:`~explorer.runtimes.tvm_runtime.TvmRuntime`) must each reproduce the reference outputs
 within the tolerance ONNX's own backend tests use (``rtol=1e-3``, ``atol=1e-7``, or the model's
-``data.json``), or refuse the model with a typed :class:`~explorer.errors.ExplorerError` that
+``data.json``), or refuse the model with a typed :class:`~explorer.core.errors.ExplorerError` that
 says why; and the ``ort-cpu`` target's prediction (every node supported, or not) must be what
 ONNX Runtime does with the model (prepares and runs it, or refuses it). The models are tiny:
 the whole sweep is one pass over them, shared by the tests below.
@@ -26,7 +26,7 @@ import pytest
 from onnx import numpy_helper
 
 from explorer import load
-from explorer.errors import ExplorerError, RuntimeUnsupportedError
+from explorer.core.errors import ExplorerError, RuntimeUnsupportedError
 from explorer.runtimes.ort_runtime import OrtRuntime
 from explorer.runtimes.tvm_runtime import TvmRuntime
 from explorer.targets import get_target

@@ -8,7 +8,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from explorer import load
-from explorer.errors import ExplorerError, RuntimeUnsupportedError
+from explorer.core.errors import ExplorerError, RuntimeUnsupportedError
 from explorer.runtimes.ort_runtime import OrtRuntime
 from explorer.runtimes.sessions import ort_refusal
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from explorer import load
-from explorer.op_categories import category_of
+from explorer.core.op_categories import category_of
 from explorer.runtimes import OrtRuntime, TvmRuntime, random_feeds
 from explorer.runtimes.profile import profile
 
@@ -39,7 +39,7 @@ def test_fused_ort_nodes_and_tvm_runtime_functions_are_named() -> None:
 
 def test_ort_contrib_fusions_and_the_vm_overhead_land_on_the_transformer_nodes() -> None:
     from explorer.lower.relax_import import relax_import
-    from explorer.runtimes.inputs import concrete_input_shapes
+    from explorer.onnx_adapter.inputs import concrete_input_shapes
 
     graph = load("zoo:transformer")
     shapes = concrete_input_shapes(graph.model)

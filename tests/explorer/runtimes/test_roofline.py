@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from explorer import load
-from explorer.cost_model import node_costs
-from explorer.runtime_figures import roofline_figure
 from explorer.runtimes import OrtRuntime, TvmRuntime, random_feeds
+from explorer.runtimes.cost_model import node_costs
 from explorer.runtimes.machine import MachinePeak, measure_peak
 from explorer.runtimes.profile import profile
 from explorer.runtimes.roofline import roofline
+from explorer.views.runtime_figures import roofline_figure
 
 
 def test_the_roof_is_the_lower_of_peak_and_bandwidth_times_intensity() -> None:

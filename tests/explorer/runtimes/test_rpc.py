@@ -14,7 +14,8 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from explorer import load, worker
+from explorer import load
+from explorer.isolation import worker
 from explorer.runtimes import TvmRuntime, bench, random_feeds
 
 KEY = "explorer-test"

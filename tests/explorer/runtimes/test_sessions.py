@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from explorer import load, worker
+from explorer import load
+from explorer.isolation import worker
 from explorer.runtimes.ort_runtime import OrtRuntime
 from explorer.runtimes.sessions import SessionGone, has_session, run_session
 from explorer.runtimes.tvm_runtime import TvmRuntime

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from explorer import load
-from explorer.lower.relax_tuning import TUNING_RECORD
+from explorer.lower.tuning_log import TUNING_RECORD
 from explorer.lower.tvm_records import export_records, records_key, seed_database
 from explorer.runtimes import TvmRuntime, bench, random_feeds
 from explorer.runtimes.profile import profile
@@ -30,7 +30,7 @@ def test_a_tuned_run_is_correct_and_a_second_run_reuses_the_database(tmp_path: P
     assert all(k.node for k in kernels if not k.name.startswith("vm.")), kernels
     # a new runtime object, the session dropped: the database is applied, nothing is tuned again
     again = TvmRuntime(tune_trials=8, tuning_root=str(tmp_path), target="llvm")
-    from explorer import worker
+    from explorer.isolation import worker
 
     worker.shutdown()
     second = again.prepare(graph)
@@ -67,7 +67,7 @@ def test_records_export_the_best_per_task_and_seed_a_database_once(tmp_path: Pat
 def test_the_shipped_records_make_tvm_tuned_without_tuning(tmp_path: Path) -> None:
     from explorer.lower.relax_import import relax_import
     from explorer.lower.tvm_records import shipped_records
-    from explorer.runtimes.inputs import concrete_input_shapes
+    from explorer.onnx_adapter.inputs import concrete_input_shapes
 
     if shipped_records() is None:
         pytest.skip(f"no records are shipped for {records_key()}")

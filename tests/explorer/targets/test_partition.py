@@ -34,8 +34,8 @@ def test_without_a_fallback_an_unsupported_node_stops_the_session() -> None:
 
 
 def test_boundary_marks_reach_the_edge_labels_of_the_figure() -> None:
-    from explorer.figures import EDGE_LABELS, graph_figure
-    from explorer.layout import layered
+    from explorer.views.figures import EDGE_LABELS, graph_figure
+    from explorer.views.layout import layered
 
     from .models import chain
 

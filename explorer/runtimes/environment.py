@@ -24,8 +24,8 @@ from typing import Any
 
 import pandas as pd
 
-from .cpu_cores import physical_cores
-from .lower.tvm_records import records_key, shipped_records
+from explorer.isolation.cpu_cores import physical_cores
+from explorer.lower.tvm_records import records_key, shipped_records
 
 __all__ = ["Environment", "environment", "PACKAGES"]
 

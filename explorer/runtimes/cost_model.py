@@ -7,10 +7,10 @@ window element, a reduction one per input element; data movement (reshape, trans
 gather, concat) none. Bytes moved are every input (weights included) read once and every
 output written once: a lower bound that a fused kernel beats by keeping tensors in cache.
 Shapes are inferred again with the inputs fixed to concrete shapes
-(:func:`explorer.runtimes.inputs.concrete_input_shapes`: what the runtimes are timed on),
+(:func:`explorer.onnx_adapter.inputs.concrete_input_shapes`: what the runtimes are timed on),
 on a weight-stripped copy; a node whose shapes stay unknown has ``None`` costs. With a
 profile's time per node, achieved GFLOP/s and the arithmetic intensity (FLOPs per byte)
-place each node under the machine's roofline (:func:`explorer.runtime_figures.roofline_figure`).
+place each node under the machine's roofline (:func:`explorer.views.runtime_figures.roofline_figure`).
 
 Examples
 --------
@@ -27,13 +27,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .op_categories import category_of
-from .tensors import dtype_bytes
+from explorer.core.op_categories import category_of
+from explorer.core.tensors import dtype_bytes
+from explorer.onnx_adapter.adapter import has_onnx_model
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .graph import ModelGraph
+    from explorer.core.graph import ModelGraph
 
 __all__ = ["NodeCost", "CostModel", "node_costs", "bind_shape"]
 
@@ -181,12 +182,12 @@ def _concrete_shapes(
 ) -> dict[str, tuple[int, ...]]:
     """Tensor -> shape, inferred again with the inputs fixed: a dimension an exporter computes
     at run time (``unk__1`` after a Shape/Gather/Range) is then known."""
-    from .load import fix_input_shapes
-    from .runtimes.inputs import concrete_input_shapes
-    from .shape_inference import infer_types
-    from .weights import stripped_copy
+    from explorer.onnx_adapter.input_shapes import fix_input_shapes
+    from explorer.onnx_adapter.inputs import concrete_input_shapes
+    from explorer.onnx_adapter.shape_inference import infer_types
+    from explorer.onnx_adapter.weights import stripped_copy
 
-    if graph.model is None:
+    if not has_onnx_model(graph):
         return {}
     model = stripped_copy(graph.model)  # weights: dims only; never the graph's own model
     fix_input_shapes(model, concrete_input_shapes(graph.model, input_shapes))
