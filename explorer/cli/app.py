@@ -1,0 +1,100 @@
+"""The ``onnx-explorer`` program: its parser, one sub-command per module of :mod:`explorer.cli`, and
+``main``, which turns every failure into its exit code (0 done, 2 bad input, 3 not imported or
+lowered, 1 only for an internal error).
+
+Examples
+--------
+>>> build_parser().parse_args(["diff", "a.onnx", "b.onnx"]).command
+'diff'
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import traceback
+from collections.abc import Sequence
+from typing import NoReturn
+
+from explorer import __version__
+from explorer.cli import bench, coverage, diff, info, lower, passes, prepare, report
+from explorer.cli.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_NOT_IMPORTED, ArgumentsRejected, fail
+from explorer.core.errors import ExplorerError, LoweringError, RuntimeUnsupportedError
+
+__all__ = ["COMMANDS", "Parser", "build_parser", "main"]
+
+COMMANDS = (info, passes, report, lower, bench, coverage, prepare, diff)
+"""The command modules, in the order ``--help`` lists them; each has ``add_parser`` and ``run``."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, whose errors ``main`` can also report as ``--json``
+    (:class:`~explorer.cli.errors.ArgumentsRejected`)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        text = f"{self.prog}: error: {message}"
+        print(text, file=sys.stderr)
+        raise ArgumentsRejected(text)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the argument parser of ``onnx-explorer`` (one sub-command per task).
+
+    Examples
+    --------
+    >>> build_parser().parse_args(["info", "zoo:mlp"]).command
+    'info'
+    """
+    parser = Parser(
+        prog="onnx-explorer",
+        description="Explore ONNX graphs and what compilers do to them.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for command in COMMANDS:
+        command.add_parser(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``onnx-explorer`` with ``argv`` (default: ``sys.argv[1:]``) and return the exit code.
+
+    Examples
+    --------
+    >>> main(["info", "no-such-model.onnx"])
+    2
+    """
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    try:
+        args = parser.parse_args(words)
+    except ArgumentsRejected as err:  # usage and message are on stderr
+        if "--json" in words:
+            print(
+                json.dumps({"error": {"type": "UsageError", "message": err.message, "exit_code": err.code}})
+            )
+        raise
+    as_json = bool(getattr(args, "json", False))
+    try:
+        return args.handler(args)
+    except (RuntimeUnsupportedError, LoweringError) as err:  # the model does not import or lower
+        return fail(err, EXIT_NOT_IMPORTED, as_json)
+    except ExplorerError as err:
+        return fail(err, EXIT_BAD_INPUT, as_json)
+    except KeyboardInterrupt:
+        print("onnx-explorer: interrupted", file=sys.stderr)
+        return 130
+    except Exception as err:
+        if args.debug:
+            traceback.print_exc()
+        message = (
+            f"internal error ({type(err).__name__}: {err}); "
+            "rerun with --debug for the traceback and please report it"
+        )
+        print(f"onnx-explorer: {message}", file=sys.stderr)
+        if as_json:
+            print(json.dumps({"error": {"type": "internal", "message": message, "exit_code": EXIT_INTERNAL}}))
+        return EXIT_INTERNAL

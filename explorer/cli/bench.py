@@ -1,0 +1,207 @@
+"""``onnx-explorer bench MODEL``: time a model on ONNX Runtime and TVM side by side (median, p90,
+runs, prepare time, agreement), on the same generated inputs.
+
+Examples
+--------
+>>> from explorer.cli import main
+>>> main(["bench", "zoo:mlp", "--runtime", "no-such-runtime"])  # refused before any work
+2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from explorer.cli.errors import EXIT_NOT_IMPORTED, error_dict, say_error
+from explorer.cli.fix_flags import add_fix_options, fix_progress, with_flags
+from explorer.cli.options import (
+    add_input_shape,
+    add_json,
+    add_model,
+    non_negative_float,
+    non_negative_int,
+    positive_int,
+)
+from explorer.core.errors import ExplorerError, LoweringError
+from explorer.onnx_adapter.input_shapes import check_input_shapes
+from explorer.onnx_adapter.load import load
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add ``bench`` to the sub-commands ``commands``; return its parser.
+
+    Examples
+    --------
+    >>> commands = argparse.ArgumentParser(prog="onnx-explorer").add_subparsers()
+    >>> args = add_parser(commands).parse_args(["zoo:mlp", "--runtime", "ort", "--min-runs", "5"])
+    >>> args.runtime, args.min_runs, args.warmup
+    (['ort'], 5, 3)
+    """
+    parser = commands.add_parser(
+        "bench",
+        help="time a model on ONNX Runtime and TVM side by side: median, p90, runs, prepare time, agreement",
+        description="Prepare each runtime once (session creation, or import, tuning and compile: prepare_s), "
+        "then time it on the same generated inputs (fixed seed): warm-up runs, then runs until both "
+        "--min-runs and --min-seconds are reached (or --max-seconds is). max_abs_err is against the "
+        "first runtime's outputs.",
+    )
+    add_model(parser)
+    parser.add_argument(
+        "--runtime", action="append", default=[], metavar="NAME", help="ort, ort-cuda or tvm (repeatable)"
+    )
+    budget = parser.add_mutually_exclusive_group()
+    budget.add_argument(
+        "--tune-trials",
+        type=non_negative_int,
+        default=0,
+        metavar="N",
+        help="tune TVM with N trials (0: untuned)",
+    )
+    budget.add_argument(
+        "--tune-minutes", type=non_negative_float, default=None, metavar="M", help="tune TVM for M minutes"
+    )
+    parser.add_argument(
+        "--pretuned",
+        action="store_true",
+        help="TVM applies the tuning records shipped for this CPU (with a budget, tunes on from them)",
+    )
+    add_input_shape(parser)
+    parser.add_argument(
+        "--threads", type=non_negative_int, default=0, help="ONNX Runtime's intra-op threads (0: its default)"
+    )
+    add_fix_options(
+        parser,
+        simplify="run onnxsim with the fixed input shapes first (as `lower --simplify`); every runtime "
+        "runs it",
+        fix="when TVM's import or a pass fails, apply every fix offered (as `lower --fix`) and time every "
+        "runtime on the fixed model, so all of them run the same graph",
+    )
+    parser.add_argument(
+        "--rpc-tracker", metavar="HOST:PORT", help="run TVM on a server from this RPC tracker"
+    )
+    parser.add_argument("--rpc-key", metavar="KEY", help="the device key of the RPC servers")
+    parser.add_argument("--warmup", type=non_negative_int, default=3, help="runs before timing (default 3)")
+    parser.add_argument("--min-runs", type=positive_int, default=10, help="timed runs at least (default 10)")
+    parser.add_argument(
+        "--min-seconds",
+        type=non_negative_float,
+        default=1.0,
+        help="seconds of timed runs at least (default 1)",
+    )
+    parser.add_argument(
+        "--max-seconds", type=non_negative_float, default=30.0, help="stop timing after this (default 30)"
+    )
+    add_json(parser)
+    parser.set_defaults(handler=run)
+    return parser
+
+
+def _runtimes(args: argparse.Namespace) -> list[Any]:
+    """The runtimes ``--runtime`` names (ORT and TVM by default), with their options from the flags."""
+    from explorer.runtimes.bench import get_runtime
+
+    runtimes = []
+    for name in args.runtime or ["ort", "tvm"]:
+        options: dict[str, Any] = {}
+        if name.startswith("tvm"):
+            options = {"tune_trials": args.tune_trials, "tune_minutes": args.tune_minutes}
+            if args.pretuned:
+                options["pretuned"] = True
+            if args.rpc_tracker or args.rpc_key:
+                options.update(rpc_tracker=args.rpc_tracker, rpc_key=args.rpc_key)
+        elif args.threads:
+            options = {"threads": args.threads}
+        try:
+            runtimes.append(get_runtime(name, **options))
+        except ValueError as err:
+            raise ExplorerError(str(err)) from None
+    return runtimes
+
+
+def run(args: argparse.Namespace) -> int:
+    """Time ``args.model`` on each runtime and print one row per runtime; return 0, or
+    :data:`~explorer.cli.errors.EXIT_NOT_IMPORTED` when TVM cannot import it.
+
+    Examples
+    --------
+    >>> from explorer.cli import build_parser
+    >>> words = ["bench", "zoo:mlp", "--runtime", "ort", "--min-runs", "1", "--min-seconds", "0", "--json"]
+    >>> run(build_parser().parse_args(words))  # doctest: +ELLIPSIS
+    {"results": [{"runtime": "ort", ...}], "source": "zoo:mlp", ..., "fixes": []}
+    0
+    """
+    from explorer.runtimes.bench import bench
+
+    graph = load(args.model)
+    check_input_shapes(graph.model, dict(args.input_shape), args.model)
+    runtimes = _runtimes(args)
+
+    shown: dict[str, float] = {}
+
+    def progress(label: str, event: Any) -> None:  # a line every 2 s per runtime at most
+        now = time.monotonic()
+        if args.json or event is None or not event.message or now - shown.get(label, -10.0) < 2.0:
+            return
+        shown[label] = now
+        print(f"  {label}: {event.message}", file=sys.stderr)
+
+    from explorer.lower import RelaxImportFailed
+    from explorer.lower.import_fix import lower_with_fixes
+
+    def timed(graph: Any, input_shapes: Mapping[str, Sequence[int]] | None) -> Any:
+        return bench(
+            graph,
+            runtimes,
+            input_shapes=input_shapes,
+            warmup=args.warmup,
+            min_runs=args.min_runs,
+            min_seconds=args.min_seconds,
+            max_seconds=args.max_seconds,
+            progress=progress,
+        )
+
+    try:
+        report, applied = lower_with_fixes(
+            graph,
+            dict(args.input_shape) or None,
+            timed,
+            simplify=args.simplify,
+            fix=args.fix,
+            progress=fix_progress(args),
+        )
+    except LoweringError as err:  # main says it (exit 3), with the flags that fix it
+        raise with_flags(err, "bench", args) from None
+    except RelaxImportFailed as err:  # as `lower` reports it
+        if args.json:
+            print(json.dumps({"source": args.model, "error": error_dict(err, EXIT_NOT_IMPORTED)}))
+        say_error(err)
+        if err.result.fix and not args.fix:
+            print("to apply the fix: onnx-explorer bench MODEL --fix", file=sys.stderr)
+        return EXIT_NOT_IMPORTED
+    except ConnectionError as err:  # the RPC tracker or servers
+        raise ExplorerError(str(err)) from None
+    if args.json:
+        print(json.dumps({**report.to_dict(), "source": args.model, "fixes": list(applied)}))
+        return 0
+    for fix in applied:
+        print(f"fixed before the import (every runtime runs the fixed model): {fix}")
+    print(f"model: {args.model}, inputs {report.to_dict()['input_shapes']} (seed {report.seed})")
+    header = (
+        f"{'runtime':<34} {'median_ms':>10} {'p90_ms':>9} {'runs':>5} {'prepare_s':>9} {'max_abs_err':>11}"
+    )
+    print(f"{header}  agrees")
+    for r in report.results:
+        print(
+            f"{r.label:<34} {r.median_ms:>10.3f} {r.p90_ms:>9.3f} {r.runs:>5} {r.prepare_s:>9.2f} "
+            f"{r.max_abs_err:>11.2e}  {'yes' if r.agrees else 'NO'}"
+        )
+    for name, why in report.skipped:
+        print(f"{name}: skipped ({why})")
+    return 0

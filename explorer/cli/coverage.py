@@ -1,0 +1,107 @@
+"""``onnx-explorer coverage MODEL``: which nodes each target takes, its partitions and the ops that fall
+back to the CPU with their reasons (``--list-targets``: the targets).
+
+Examples
+--------
+>>> from explorer.cli import main
+>>> main(["coverage", "zoo:mlp", "--target", "no-such-target"])  # refused before loading
+2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from explorer.cli.options import add_input_shape, add_json, add_model
+from explorer.core.errors import ExplorerError
+from explorer.onnx_adapter.load import load
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add ``coverage`` to the sub-commands ``commands``; return its parser.
+
+    Examples
+    --------
+    >>> commands = argparse.ArgumentParser(prog="onnx-explorer").add_subparsers()
+    >>> add_parser(commands).parse_args(["zoo:mlp", "--target", "nnapi", "--target", "coreml-nn"]).target
+    ['nnapi', 'coreml-nn']
+    """
+    parser = commands.add_parser(
+        "coverage",
+        help="which nodes each target takes (ONNX Runtime CPU/CUDA, NNAPI, CoreML, Qualcomm HTP, TVM), "
+        "partitions and CPU fallback",
+        description="Per target: supported_nodes, total_nodes, coverage (0..1), partitions, and the ops "
+        "that fall back with their reasons. Fix dynamic input shapes with --input-shape: NPUs need static "
+        "shapes.",
+    )
+    add_model(parser, optional=True)
+    parser.add_argument(
+        "--target", action="append", default=[], metavar="NAME", help="a target (repeatable; default: all)"
+    )
+    add_input_shape(parser)
+    parser.add_argument(
+        "--assignment",
+        action="store_true",
+        help="also ask ONNX Runtime where it places each node (installed providers) and compare",
+    )
+    parser.add_argument(
+        "--list-targets", action="store_true", help="list the targets and where their knowledge comes from"
+    )
+    add_json(parser)
+    parser.set_defaults(handler=run)
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the coverage of ``args.model`` per target (or the targets, with ``--list-targets``); return 0.
+
+    Examples
+    --------
+    >>> from explorer.cli import build_parser
+    >>> run(build_parser().parse_args(["coverage", "zoo:mlp", "--target", "nnapi"]))  # doctest: +ELLIPSIS
+    model: zoo:mlp
+    target            supported  total coverage by FLOPs partitions
+    nnapi ...
+    0
+    """
+    from explorer.targets import coverage, get_target, list_targets
+
+    if args.list_targets:
+        targets = list_targets()
+        if args.json:
+            print(json.dumps({"targets": [t.to_dict() for t in targets]}))
+            return 0
+        for t in targets:
+            print(f"{t.name:<17} {t.runtime} on {t.device}")
+            print(f"{'':<17} {t.source.describe()}")
+        return 0
+    if not args.model:
+        raise ExplorerError("coverage needs a MODEL (or --list-targets)")
+    try:
+        targets = [get_target(n) for n in args.target]  # before loading: a typo fails at once
+    except KeyError as err:
+        raise ExplorerError(err.args[0]) from None
+    shapes = dict(args.input_shape) or None
+    graph = load(args.model, input_shapes=shapes)
+    report = coverage(graph, targets or None, input_shapes=shapes, with_assignment=args.assignment)
+    if args.json:
+        print(json.dumps(report.to_dict()))
+        return 0
+    print(f"model: {args.model}")
+    print(f"{'target':<17} {'supported':>9} {'total':>6} {'coverage':>8} {'by FLOPs':>8} {'partitions':>10}")
+    for t in report.targets:
+        flops = "" if t.flops_coverage is None else f"{t.flops_coverage:.1%}"
+        print(
+            f"{t.target:<17} {t.supported_nodes:>9} {t.total_nodes:>6} {t.coverage:>8.1%} {flops:>8} "
+            f"{t.partitions:>10}"
+        )
+    for t in report.targets:
+        print(f"\n{t.target}: {t.verdict}")
+        if t.agrees_with_runtime is not None:
+            print(f"  ONNX Runtime's own placement {'agrees' if t.agrees_with_runtime else 'DIFFERS'}")
+        for op, entry in t.fallback_ops.items():
+            print(f"  {op} x{entry['count']}: {'; '.join(entry['reasons'][:3])}")
+    return 0

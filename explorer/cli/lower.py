@@ -1,0 +1,162 @@
+"""``onnx-explorer lower MODEL``: import into TVM Relax and run its passes one at a time; a model that
+does not import or a pass that fails ends with exit code 3 and the fix.
+
+Examples
+--------
+>>> from explorer.cli import main
+>>> main(["lower", "zoo:mlp", "--passes", "NoSuchPass"])  # a typo fails before anything runs
+2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from explorer.cli.errors import EXIT_NOT_IMPORTED, error_dict, say_error
+from explorer.cli.fix_flags import add_fix_options, fix_progress, with_flags
+from explorer.cli.options import add_input_shape, add_json, add_model
+from explorer.core.errors import LoweringError
+from explorer.onnx_adapter.input_shapes import check_input_shapes
+from explorer.onnx_adapter.load import load
+
+__all__ = ["add_parser", "run", "METRICS"]
+
+METRICS = (
+    "bindings",
+    "prim_funcs",
+    "fused",
+    "kernels",
+    "intermediates",
+    "tensor_allocations",
+    "tensor_bytes",
+    "storages",
+    "storage_bytes",
+)
+"""The metrics of a Relax step ``lower`` reports (``None`` where a step has not got one)."""
+
+
+def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add ``lower`` to the sub-commands ``commands``; return its parser.
+
+    Examples
+    --------
+    >>> commands = argparse.ArgumentParser(prog="onnx-explorer").add_subparsers()
+    >>> add_parser(commands).parse_args(["zoo:mlp", "--passes", "zero"]).passes
+    'zero'
+    """
+    parser = commands.add_parser(
+        "lower",
+        help="lower a model through TVM Relax pass by pass: bindings, PrimFuncs and fused functions per step",
+        description="Import into TVM Relax and run its passes one at a time (by default the CPU's "
+        "default pipeline, the one the build compiles with: library dispatch, LegalizeOps, "
+        "AnnotateTIROpPattern, FoldConstant, FuseOps, FuseTIR, the dataflow lowering, memory planning "
+        "and VM finalization). Per step: changed?, time, Relax bindings, PrimFuncs, fused functions, "
+        "kernels, intermediate tensors, storages. A model "
+        "that does not import: the failing ops with reasons; a pass that fails: the pass, the Relax binding "
+        f"and the ONNX node it came from, and the fix; exit code {EXIT_NOT_IMPORTED}.",
+    )
+    add_model(parser)
+    add_input_shape(parser)
+    add_fix_options(
+        parser,
+        simplify="run onnxsim with the fixed input shapes before the import",
+        fix="when the import or a pass fails, apply every fix offered (rewrites into standard ONNX, fixed "
+        "shapes and onnxsim) and try again: never less than --simplify does",
+    )
+    parser.add_argument(
+        "--passes",
+        help="a pipeline (default: the target's default pipeline; zero: LegalizeOps .. FuseTIR) or "
+        "comma-separated relax.transform passes",
+    )
+    add_json(parser)
+    parser.set_defaults(handler=run)
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    """Lower ``args.model`` pass by pass and print one row per step; return 0, or
+    :data:`~explorer.cli.errors.EXIT_NOT_IMPORTED` when it does not import.
+
+    Examples
+    --------
+    >>> from explorer.cli import build_parser
+    >>> run(build_parser().parse_args(["lower", "zoo:mlp", "--passes", "zero", "--json"]))
+    ... # doctest: +ELLIPSIS
+    {"source": "zoo:mlp", "fixes": [], "import": {"pass": "relax import", ...}
+    0
+    """
+    from explorer.core.tensors import format_bytes
+    from explorer.lower import FIX, RelaxImportFailed, relax_pipeline
+    from explorer.lower.import_fix import lower_with_fixes
+    from explorer.lower.relax_pipeline import check_passes
+
+    passes = check_passes(args.passes) if args.passes else "default"  # a typo: before anything runs
+    graph = load(args.model)
+    shapes = dict(args.input_shape) or None
+    check_input_shapes(graph.model, shapes or {}, args.model)
+    try:
+        timeline, applied = lower_with_fixes(
+            graph,
+            shapes,
+            lambda g, s: relax_pipeline(g, s, passes),
+            simplify=args.simplify,
+            fix=args.fix,
+            progress=fix_progress(args),
+        )
+    except LoweringError as err:  # main says it (exit 3), with the flags that fix it
+        raise with_flags(err, "lower", args) from None
+    except RelaxImportFailed as err:
+        result = err.result
+        if args.json:
+            print(
+                json.dumps(
+                    {
+                        "source": args.model,
+                        **result.to_dict(),
+                        "error": error_dict(err, EXIT_NOT_IMPORTED),
+                    }
+                )
+            )
+            say_error(err)
+        else:
+            print(f"{args.model} does not import into TVM Relax:", file=sys.stderr)
+            for failure in result.failures:
+                print(f"  {failure.node or '?'} [{failure.op_type}]: {failure.reason}", file=sys.stderr)
+            if result.fix:
+                how = "--simplify --input-shape ..., or --fix" if result.fix == FIX else "--fix"
+                print(f"fix: {result.fix} (onnx-explorer lower MODEL {how})", file=sys.stderr)
+        return EXIT_NOT_IMPORTED
+    rows = [
+        {
+            "pass": snap.name,
+            "changed": snap.changed,
+            "elapsed_ms": round(snap.elapsed * 1000, 3),
+            **{key: snap.metrics.get(key) for key in METRICS},
+            "log": list(snap.log),
+        }
+        for snap in timeline.snapshots
+    ]
+    if args.json:
+        print(
+            json.dumps({"source": args.model, "fixes": list(applied), "import": rows[0], "steps": rows[1:]})
+        )
+        return 0
+    print(
+        f"model: {args.model} (Relax import {rows[0]['elapsed_ms']:.1f} ms, {rows[0]['bindings']} bindings)"
+    )
+    for fix in applied:
+        print(f"fixed before the import: {fix}")
+    print(
+        f"{'#':>2}  {'pass':<22} {'changed':<7} {'ms':>9} {'bindings':>8} {'prim_funcs':>10} {'fused':>5}"
+        f" {'kernels':>7} {'intermediates':>13} {'storages':>8} {'storage':>10}"
+    )
+    for index, row in enumerate(rows[1:], start=1):
+        print(
+            f"{index:>2}  {row['pass']:<22} {'yes' if row['changed'] else 'no':<7} {row['elapsed_ms']:>9.1f} "
+            f"{row['bindings']:>8} {row['prim_funcs']:>10} {row['fused']:>5} {row['kernels']:>7} "
+            f"{row['intermediates']:>13} {row['storages']:>8} "
+            f"{format_bytes(row['storage_bytes']) if row['storage_bytes'] else '':>10}"
+        )
+    return 0
