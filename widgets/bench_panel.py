@@ -9,7 +9,7 @@ and bytes written between kernels per inference), the slowest kernels, each node
 the machine's roofline, and the graph coloured by where each runtime spends its time
 (per-node overlays from :func:`explorer.runtimes.profile.profile`, one entry per runtime in
 the graph's colour menu). The measurement is :func:`explorer.runtimes.bench`; the figures
-are :mod:`explorer.runtime_figures`; this class wires state and events.
+are :mod:`explorer.views.runtime_figures`; this class wires state and events.
 
 Examples
 --------
@@ -27,20 +27,33 @@ from typing import Any
 import ipywidgets as w
 
 from explorer import load
-from explorer.cost_model import node_costs
-from explorer.graph import ModelGraph
-from explorer.native import ORT_LEVELS
-from explorer.runtime_figures import kernel_time_figure, latency_figure, roofline_figure
+from explorer.core.graph import ModelGraph
+from explorer.core.tensors import format_bytes
+from explorer.onnx_adapter.inputs import concrete_input_shapes
 from explorer.runtimes import OrtRuntime, TvmRuntime, bench, random_feeds
 from explorer.runtimes.bench import BenchReport
-from explorer.runtimes.inputs import concrete_input_shapes
+from explorer.runtimes.cost_model import node_costs
+from explorer.runtimes.ort import ORT_LEVELS
 from explorer.runtimes.profile import Profile, profile
 from explorer.runtimes.roofline import Roofline, roofline
-from explorer.tensors import format_bytes
+from explorer.views.runtime_figures import kernel_time_figure, latency_figure, roofline_figure
+from explorer.views.tables import html_table
 
 from .graph_view import GraphView
 
 __all__ = ["BenchPanel"]
+
+_BENCH_COLUMNS = (
+    "runtime",
+    "median ms",
+    "p90 ms",
+    "runs",
+    "prepare s",
+    "max abs err",
+    "agrees",
+    "kernels",
+    "written between kernels",
+)
 
 
 class BenchPanel(w.VBox):
@@ -236,8 +249,6 @@ class BenchPanel(w.VBox):
 
     def _table_html(self) -> str:
         assert self.report is not None
-        head = "<tr><th>runtime</th><th>median ms</th><th>p90 ms</th><th>runs</th><th>prepare s</th>"
-        head += "<th>max abs err</th><th>agrees</th><th>kernels</th><th>written between kernels</th></tr>"
         by_label = {p.label: p for p in self.profiles.values()}
         rows = []
         for r in self.report.results:
@@ -245,8 +256,16 @@ class BenchPanel(w.VBox):
             launches = f"{prof.launches:.0f}" if prof else ""
             written = format_bytes(int(prof.written_bytes)) if prof and prof.written_bytes is not None else ""
             rows.append(
-                f"<tr><td>{html.escape(r.label)}</td><td>{r.median_ms:.3f}</td><td>{r.p90_ms:.3f}</td>"
-                f"<td>{r.runs}</td><td>{r.prepare_s:.2f}</td><td>{r.max_abs_err:.2e}</td>"
-                f"<td>{'yes' if r.agrees else '<b>no</b>'}</td><td>{launches}</td><td>{written}</td></tr>"
+                (
+                    html.escape(r.label),
+                    f"{r.median_ms:.3f}",
+                    f"{r.p90_ms:.3f}",
+                    r.runs,
+                    f"{r.prepare_s:.2f}",
+                    f"{r.max_abs_err:.2e}",
+                    "yes" if r.agrees else "<b>no</b>",
+                    launches,
+                    written,
+                )
             )
-        return f"<table class='oge-bench'>{head}{''.join(rows)}</table>"
+        return html_table(rows, _BENCH_COLUMNS, attrs={"class": "oge-bench"})

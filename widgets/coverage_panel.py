@@ -9,7 +9,7 @@ colour menu (each partition its own colour, CPU fallback grey, "⇄ DESTINATION"
 of every tensor copied between devices). Then the NPU-ready
 pipeline: pick a target and the activation type, prepare, and step through it (coverage,
 partitions and the accuracy cost per step); "hide Q/DQ" draws the quantised graph like
-the float one. The work is :mod:`explorer.targets` and :mod:`explorer.target_figures`;
+the float one. The work is :mod:`explorer.targets` and :mod:`explorer.views.target_figures`;
 this class wires state and events.
 
 Examples
@@ -30,17 +30,21 @@ from typing import Any
 import ipywidgets as w
 
 from explorer import load
-from explorer.graph import ModelGraph
-from explorer.qdq import hide_qdq
-from explorer.target_figures import op_support_heatmap, partition_palette
+from explorer.core.graph import ModelGraph
+from explorer.core.timeline import Timeline
 from explorer.targets import TARGET_NAMES, CoverageReport, coverage, get_target
 from explorer.targets.prepare import PREPARE_PIPELINES, PreparedModel, prepare_for_target
-from explorer.timeline import Timeline
+from explorer.views.qdq import hide_qdq
+from explorer.views.tables import html_table
+from explorer.views.target_figures import op_support_heatmap, partition_palette
 
 from .graph_view import GraphView
 from .timeline_stepper import TimelineStepper
 
 __all__ = ["CoveragePanel", "DEFAULT_TARGETS"]
+
+_TARGET_COLUMNS = ("target", "supported", "of", "coverage", "by FLOPs", "partitions", "ORT agrees", "verdict")
+_STEP_COLUMNS = ("step", "coverage", "partitions", "nodes", "max abs diff", "relative")
 
 DEFAULT_TARGETS = ("ort-cpu", "nnapi", "coreml-mlprogram", "qnn-htp")
 """The targets checked unless others are chosen (TVM's real import attempts take longer)."""
@@ -159,19 +163,22 @@ class CoveragePanel(w.VBox):
 
     def _table_html(self) -> str:
         assert self.report is not None
-        head = (
-            "<tr><th>target</th><th>supported</th><th>of</th><th>coverage</th><th>by FLOPs</th>"
-            "<th>partitions</th><th>ORT agrees</th><th>verdict</th></tr>"
-        )
         rows = []
         for t in self.report.targets:
             agrees = {None: "", True: "yes", False: "<b>no</b>"}[t.agrees_with_runtime]
             rows.append(
-                f"<tr><td>{html.escape(t.target)}</td><td>{t.supported_nodes}</td><td>{t.total_nodes}</td>"
-                f"<td>{_percent(t.coverage)}</td><td>{_percent(t.flops_coverage)}</td><td>{t.partitions}</td>"
-                f"<td>{agrees}</td><td>{html.escape(t.verdict)}</td></tr>"
+                (
+                    html.escape(t.target),
+                    t.supported_nodes,
+                    t.total_nodes,
+                    _percent(t.coverage),
+                    _percent(t.flops_coverage),
+                    t.partitions,
+                    agrees,
+                    html.escape(t.verdict),
+                )
             )
-        return f"<table class='oge-coverage'>{head}{''.join(rows)}</table>"
+        return html_table(rows, _TARGET_COLUMNS, attrs={"class": "oge-coverage"})
 
     def _progress(self, step: int, total: int, name: str) -> None:
         self.status.value = f"preparing: step {step} of {total}: {html.escape(name)}"
@@ -233,16 +240,11 @@ class CoveragePanel(w.VBox):
 
     def _steps_html(self) -> str:
         assert self.prepared is not None
-        head = (
-            "<tr><th>step</th><th>coverage</th><th>partitions</th><th>nodes</th>"
-            "<th>max abs diff</th><th>relative</th></tr>"
-        )
         rows = []
         for s in self.prepared.steps:
             diff = "" if s.max_abs_diff is None else f"{s.max_abs_diff:.3g}"
             name = html.escape(s.pass_name) + ("" if s.changed or s.index == 0 else " (no change)")
             rows.append(
-                f"<tr><td>{name}</td><td>{_percent(s.coverage)}</td><td>{s.partitions}</td>"
-                f"<td>{s.total_nodes}</td><td>{diff}</td><td>{_percent(s.relative_diff)}</td></tr>"
+                (name, _percent(s.coverage), s.partitions, s.total_nodes, diff, _percent(s.relative_diff))
             )
-        return f"<table class='oge-coverage-steps'>{head}{''.join(rows)}</table>"
+        return html_table(rows, _STEP_COLUMNS, attrs={"class": "oge-coverage-steps"})

@@ -13,7 +13,7 @@ share the model and the selection:
 
 The Graph tab is built with the model; the others cost something (passes, lowering, a
 benchmark, coverage checks) and are computed the first time they are opened, with a
-progress bar and a stop button (:func:`explorer.worker.cancel`). Opened by a click they
+progress bar and a stop button (:func:`explorer.isolation.worker.cancel`). Opened by a click they
 run in a background thread, so the kernel stays responsive; called from code
 (:meth:`Explorer.compute`) they run at once.
 
@@ -25,7 +25,7 @@ node, ringed in Runtimes with its time in each runtime, and in Targets with its 
 and the reasons per target. The line under the tabs says all of it at once.
 
 Explorer composes the existing widgets and holds no logic of theirs: the link between IRs
-is :mod:`explorer.node_trace`.
+is :mod:`explorer.core.node_trace`.
 
 Examples
 --------
@@ -47,14 +47,17 @@ from typing import Any
 
 import ipywidgets as w
 
-from explorer import load, worker, zoo
+from explorer import load, zoo
 from explorer.cli import parse_input_shape
-from explorer.errors import WorkerCancelled
-from explorer.graph import ModelGraph
-from explorer.io import write_bytes_atomic
-from explorer.model_files import new_model_dir
-from explorer.node_trace import lowered_from
-from explorer.runtimes.inputs import concrete_input_shapes
+from explorer.core.errors import WorkerCancelled
+from explorer.core.graph import ModelGraph
+from explorer.core.node_trace import lowered_from
+from explorer.isolation import worker
+from explorer.isolation.io import write_bytes_atomic
+from explorer.onnx_adapter.adapter import has_onnx_model
+from explorer.onnx_adapter.inputs import concrete_input_shapes
+from explorer.onnx_adapter.model_files import new_model_dir
+from explorer.views.tables import html_table
 
 from .graph_view import GraphView
 from .recent import load_recent
@@ -234,7 +237,7 @@ class Explorer(w.VBox):
         >>> Explorer("zoo:mlp").concrete_shapes()
         {'input': [1, 1, 28, 28]}
         """
-        if self.graph is None or self.graph.model is None:
+        if self.graph is None or not has_onnx_model(self.graph):
             return {}
         return concrete_input_shapes(self.graph.model, self.input_shapes)
 
@@ -390,7 +393,7 @@ class Explorer(w.VBox):
         return stepper
 
     def _build_lowering(self) -> Any:
-        from explorer.errors import LoweringError
+        from explorer.core.errors import LoweringError
         from explorer.lower import RelaxImportFailed, relax_pipeline
         from explorer.lower.import_fix import lower_with_fixes
 
@@ -472,8 +475,7 @@ class Explorer(w.VBox):
                 rows.append((tab, getattr(self, f"_select_in_{tab.lower()}")(panel, node)))
         finally:
             self._selecting = False
-        body = "".join(f"<tr><td>{tab}</td><td>{line}</td></tr>" for tab, line in rows)
-        self.selection.value = f"<table>{body}</table>"
+        self.selection.value = html_table(rows)
 
     def _selected_in_view(self, node: str) -> None:
         if not self._selecting and self.graph is not None and node in self.graph.nx:

@@ -5,13 +5,13 @@ re-add nested objects such as ``marker.line``, which can fail while a view is
 still being created; setting only the data properties is both safe and smaller.
 
 :func:`follow_zoom` keeps the box text and edge shapes of a graph figure
-shown exactly when the zoom makes them readable (:func:`explorer.figures.text_visibility`).
+shown exactly when the zoom makes them readable (:func:`explorer.views.figures.text_visibility`).
 
 Examples
 --------
 >>> import plotly.graph_objects as go
 >>> from explorer import load
->>> from explorer.figures import graph_figure
+>>> from explorer.views.figures import graph_figure
 >>> target = go.FigureWidget(graph_figure(load("zoo:mlp")))
 >>> sync_figure(target, graph_figure(load("zoo:resnet18")))  # same trace types: updated in place
 False
@@ -25,7 +25,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from explorer.figures import (
+from explorer.views.figures import (
     ARROWS,
     DETAILS,
     EDGE_LABELS,
@@ -43,13 +43,13 @@ _PLAIN = ("x", "y", "text", "visible", "name", "showlegend", "meta")
 
 
 def sync_figure(target: go.FigureWidget, fig: go.Figure, *, view: bool = False) -> bool:
-    """Make ``target`` show ``fig`` (a :func:`explorer.figures.graph_figure` result).
+    """Make ``target`` show ``fig`` (a :func:`explorer.views.figures.graph_figure` result).
 
     Every trace's data properties (x, y, text, visibility, legend entry, fill
     and line colours, marker) are set in one ``batch_update``; the trace order
     of graph figures is fixed, so trace ``i`` of one is trace ``i`` of the other.
     When the trace types differ (a graph grew past
-    :data:`~explorer.figures.SVG_MAX_ITEMS` and is now drawn with WebGL, or the
+    :data:`~explorer.views.figures.SVG_MAX_ITEMS` and is now drawn with WebGL, or the
     other way), the traces are replaced instead.
 
     Parameters
@@ -70,7 +70,7 @@ def sync_figure(target: go.FigureWidget, fig: go.Figure, *, view: bool = False) 
     Examples
     --------
     >>> from explorer import load
-    >>> from explorer.figures import graph_figure
+    >>> from explorer.views.figures import graph_figure
     >>> target = go.FigureWidget(graph_figure(load("zoo:mlp")))
     >>> sync_figure(target, graph_figure(load("zoo:mlp"), webgl=True)), target.data[2].type
     (True, 'scattergl')
@@ -131,7 +131,7 @@ def show_text_for_view(target: go.FigureWidget, x_range: Any, y_range: Any) -> N
     Examples
     --------
     >>> from explorer import load
-    >>> from explorer.figures import graph_figure
+    >>> from explorer.views.figures import graph_figure
     >>> target = go.FigureWidget(graph_figure(load("zoo:mlp")))
     >>> show_text_for_view(target, [-500, 500], [-500, 500]); target.data[LABELS].visible
     False
@@ -172,7 +172,7 @@ def follow_zoom(target: go.FigureWidget) -> None:
     Examples
     --------
     >>> from explorer import load
-    >>> from explorer.figures import graph_figure
+    >>> from explorer.views.figures import graph_figure
     >>> follow_zoom(go.FigureWidget(graph_figure(load("zoo:mlp"))))
     """
     target.layout.on_change(

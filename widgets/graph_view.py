@@ -5,7 +5,7 @@ to expand it in place; search by name or op type; colour by op type, name
 scope, kind or any overlay (diff status, partition, latency). Subgraphs of
 ``If`` / ``Loop`` / ``Scan`` open from the details panel. Every interaction
 is one ``batch_update`` round trip. The figure itself comes from
-:func:`explorer.figures.graph_figure`; this class only wires state and events.
+:func:`explorer.views.figures.graph_figure`; this class only wires state and events.
 
 Examples
 --------
@@ -27,11 +27,11 @@ import plotly.graph_objects as go
 from ipywidgets.widgets.widget_description import DescriptionStyle
 from ipywidgets.widgets.widget_string import HTMLStyle, TextStyle
 
-from explorer.details import details_html, node_details
-from explorer.figures import COLOR_BY, NODES, graph_figure, plot_height
-from explorer.graph import ModelGraph
-from explorer.layout import GROUP_PREFIX, Layout, auto_collapse, collapse_group, expand, layered
-from explorer.node_boxes import PX_PER_UNIT
+from explorer.core.graph import ModelGraph
+from explorer.views.details import details_html, node_details
+from explorer.views.figures import COLOR_BY, NODES, graph_figure, plot_height
+from explorer.views.layout import GROUP_PREFIX, Layout, auto_collapse, collapse_group, expand, layered
+from explorer.views.node_boxes import PX_PER_UNIT
 
 from .figure_sync import show_text_for_view, sync_figure
 from .recent import load_recent
@@ -202,10 +202,9 @@ class GraphView(w.VBox):
         return f"{type(self).__name__}({self._what_is_drawn()})"
 
     def _what_is_drawn(self) -> str:
-        summary = self.graph.summary() if self.graph.model is not None else None
         boxes = len(self.layout_.groups)
         return (
-            f"{self.graph.source}: {summary.nodes if summary else len(self.graph)} nodes, "
+            f"{self.graph.source}: {self.graph.summary().nodes} nodes, "
             f"{len(self.layout_.positions)} items drawn" + (f" ({boxes} collapsed scopes)" if boxes else "")
         )
 

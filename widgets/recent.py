@@ -9,11 +9,8 @@ torch module) goes straight to :func:`explorer.load`, as do calls with keyword a
 
 Examples
 --------
->>> import tempfile, onnx
->>> from pathlib import Path
 >>> from explorer import zoo
->>> path = Path(tempfile.mkdtemp()) / "mlp.onnx"
->>> onnx.save(zoo.build("mlp"), path)
+>>> path = zoo.save("mlp")
 >>> load_recent(path) is load_recent(str(path))
 True
 """
@@ -28,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from explorer import load
-from explorer.graph import ModelGraph
+from explorer.core.graph import ModelGraph
 
 __all__ = ["RECENT_MAX", "load_recent", "forget_recent"]
 

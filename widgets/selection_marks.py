@@ -2,7 +2,7 @@
 
 A node hidden in a collapsed scope rings the box that holds it. The ring is the ``nodes``
 trace's marker outline plus a rounded outline in the selection trace
-(:func:`explorer.figures.selection_ring`, :func:`explorer.figures.selection_outline`), sent
+(:func:`explorer.views.figures.selection_ring`, :func:`explorer.views.figures.selection_outline`), sent
 in one ``batch_update`` (:func:`ring` has an example).
 """
 
@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from explorer.figures import NODES, SELECTION, selection_outline, selection_ring
-from explorer.graph import ModelGraph
-from explorer.layout import Layout
+from explorer.core.graph import ModelGraph
+from explorer.views.figures import NODES, SELECTION, selection_outline, selection_ring
+from explorer.views.layout import Layout
 
 __all__ = ["ring", "drawn_item"]
 
@@ -24,7 +24,7 @@ def drawn_item(layout: Layout, node: str) -> str | None:
     Examples
     --------
     >>> from explorer import load
-    >>> from explorer.layout import layered
+    >>> from explorer.views.layout import layered
     >>> g = load("zoo:resnet18")
     >>> drawn_item(layered(g, collapse=1), "/layer1/layer1.0/conv1/Conv")
     'scope:layer1'
@@ -46,8 +46,8 @@ def ring(figure: Any, graph: ModelGraph, layout: Layout, nodes: Iterable[str]) -
     Examples
     --------
     >>> from explorer import load
-    >>> from explorer.figures import graph_figure
-    >>> from explorer.layout import layered
+    >>> from explorer.views.figures import graph_figure
+    >>> from explorer.views.layout import layered
     >>> import plotly.graph_objects as go
     >>> g = load("zoo:resnet18"); layout = layered(g, collapse=1)
     >>> figure = go.FigureWidget(graph_figure(g, layout))

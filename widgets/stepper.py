@@ -2,7 +2,7 @@
 
 A pass picker (family, pass and its explanation, the pipeline, run, progress) above a
 :class:`widgets.timeline_stepper.TimelineStepper`, which does the stepping for any
-timeline. The work is done by :func:`explorer.timeline.run_pipeline`; this class wires
+timeline. The work is done by :func:`explorer.passes.pipeline.run_pipeline`; this class wires
 state and events.
 
 Examples
@@ -21,18 +21,36 @@ from collections.abc import Sequence
 from typing import Any
 
 import ipywidgets as w
-import plotly.graph_objects as go
 
 from explorer import load
-from explorer.diff import GraphDiff
-from explorer.errors import PipelineSyntaxError, UnknownPassError
-from explorer.graph import ModelGraph
+from explorer.core.errors import PipelineSyntaxError, UnknownPassError
+from explorer.core.graph import ModelGraph
+from explorer.core.timeline import Timeline
 from explorer.passes import FAMILIES, get_pass, pass_names, split_pipeline
-from explorer.timeline import Timeline, run_pipeline
+from explorer.passes.pipeline import run_pipeline
 
 from .timeline_stepper import TimelineStepper
 
 __all__ = ["PassStepper"]
+
+
+class _Stepping:
+    """A read-only attribute of a PassStepper that is its TimelineStepper's attribute of the same name."""
+
+    def __init__(self, doc: str) -> None:
+        self.__doc__ = doc
+        self.name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, stepper: PassStepper | None, owner: type | None = None) -> Any:
+        if stepper is None:
+            return self  # on the class: the descriptor, with its docstring
+        return getattr(stepper.stepping, self.name)
+
+    def __set__(self, stepper: PassStepper, value: Any) -> None:
+        raise AttributeError(f"{self.name} is the stepping's: set stepper.stepping.{self.name}")
 
 
 class PassStepper(w.VBox):
@@ -65,6 +83,8 @@ class PassStepper(w.VBox):
     >>> stepper = PassStepper("zoo:mlp", "eliminate_identity,fuse_matmul_add_bias_into_gemm", verify=False)
     >>> stepper.visible_steps()
     [0, 1, 2]
+    >>> stepper.slider is stepper.stepping.slider, stepper.step == stepper.stepping.step
+    (True, True)
     """
 
     def __init__(
@@ -174,50 +194,15 @@ class PassStepper(w.VBox):
 
     # -- the stepping, reached through the picker too ------------------------------------------
 
-    @property
-    def step(self) -> int:
-        """The snapshot shown on the right (0 = the model as loaded)."""
-        return self.stepping.step
-
-    @property
-    def diff(self) -> GraphDiff | None:
-        """The diff shown (snapshot ``step - 1`` to ``step``)."""
-        return self.stepping.diff
-
-    @property
-    def before(self) -> go.FigureWidget:
-        """The graph before the step."""
-        return self.stepping.before
-
-    @property
-    def after(self) -> go.FigureWidget:
-        """The graph after the step."""
-        return self.stepping.after
-
-    @property
-    def slider(self) -> w.IntSlider:
-        """The step slider."""
-        return self.stepping.slider
-
-    @property
-    def hide_unchanged(self) -> w.Checkbox:
-        """Skip steps that changed nothing."""
-        return self.stepping.hide_unchanged
-
-    @property
-    def step_title(self) -> w.HTML:
-        """What the shown step did."""
-        return self.stepping.step_title
-
-    @property
-    def fusions(self) -> w.HTML:
-        """The fusions of the shown step."""
-        return self.stepping.fusions
-
-    @property
-    def table(self) -> w.HTML:
-        """Every step with its counts."""
-        return self.stepping.table
+    step = _Stepping("The snapshot shown on the right (0 = the model as loaded).")
+    diff = _Stepping("The diff shown (snapshot ``step - 1`` to ``step``).")
+    before = _Stepping("The graph before the step.")
+    after = _Stepping("The graph after the step.")
+    slider = _Stepping("The step slider.")
+    hide_unchanged = _Stepping("Skip steps that changed nothing.")
+    step_title = _Stepping("What the shown step did.")
+    fusions = _Stepping("The fusions of the shown step.")
+    table = _Stepping("Every step with its counts.")
 
     def show(self, index: int) -> None:
         """Show snapshot ``index`` (:meth:`TimelineStepper.show`).

@@ -5,13 +5,15 @@ nodes fused away purple); the right one is the model after it (added green,
 changed amber, the fused result purple); the table lists every step with its
 op-count deltas and output drift, steps that changed nothing in grey. It knows
 nothing of where the timeline came from: ONNX passes (:class:`widgets.PassStepper`
-puts a pass picker above it), and later TVM lowering or IREE. The work is done by
-:mod:`explorer.diff` and :func:`explorer.figures.graph_figure`; this class wires
+puts a pass picker above it), the TVM Relax lowering (the Explorer's Lowering tab,
+:func:`explorer.lower.relax_pipeline`) and a target's preparation
+(:class:`widgets.CoveragePanel`). The work is done by
+:mod:`explorer.core.diff` and :func:`explorer.views.figures.graph_figure`; this class wires
 state and events.
 
 Examples
 --------
->>> from explorer.timeline import run_pipeline
+>>> from explorer.passes.pipeline import run_pipeline
 >>> stepper = TimelineStepper(run_pipeline("zoo:resnet18", "fuse_bn_into_conv", verify=False))
 >>> stepper.step, stepper.diff.op_deltas
 (1, {'BatchNormalization': -20})
@@ -26,19 +28,22 @@ from typing import Any
 import ipywidgets as w
 import plotly.graph_objects as go
 
-from explorer.diff import GraphDiff
-from explorer.figures import DIFF_COLORS, NODES, diff_overlay, fusion_notes, graph_figure
-from explorer.graph import ModelGraph
-from explorer.layout import Layout, auto_collapse, layered
-from explorer.node_trace import NodeTrace, lowered_from, trace_node
-from explorer.op_deltas import format_op_deltas
-from explorer.timeline import Timeline
+from explorer.core.diff import GraphDiff
+from explorer.core.graph import ModelGraph
+from explorer.core.node_trace import NodeTrace, lowered_from, trace_node
+from explorer.core.op_deltas import format_op_deltas
+from explorer.core.timeline import Timeline
+from explorer.views.figures import DIFF_COLORS, NODES, diff_overlay, fusion_notes, graph_figure
+from explorer.views.layout import Layout, auto_collapse, layered
+from explorer.views.tables import html_table
 
 from .figure_sync import follow_zoom, sync_figure
 from .figure_widget import GraphFigureWidget
 from .selection_marks import ring
 
 __all__ = ["TimelineStepper"]
+
+_STEP_COLUMNS = ("#", "pass", "changed", "ms", "nodes", "+", "-", "~", "max|diff|", "op deltas")
 
 
 def _fmt_drift(value: float | None) -> str:
@@ -73,7 +78,7 @@ class TimelineStepper(w.VBox):
 
     Examples
     --------
-    >>> from explorer.timeline import run_pipeline
+    >>> from explorer.passes.pipeline import run_pipeline
     >>> t = run_pipeline("zoo:mlp", "eliminate_identity,eliminate_deadend", verify=False)
     >>> TimelineStepper(t).visible_steps()
     [0, 1, 2]
@@ -158,7 +163,7 @@ class TimelineStepper(w.VBox):
 
         Examples
         --------
-        >>> from explorer.timeline import run_pipeline
+        >>> from explorer.passes.pipeline import run_pipeline
         >>> stepper = TimelineStepper(graph=run_pipeline("zoo:mlp", [], verify=False)[0].graph)
         >>> stepper.set_timeline(run_pipeline("zoo:mlp", "eliminate_identity", verify=False))
         >>> stepper.step
@@ -180,7 +185,7 @@ class TimelineStepper(w.VBox):
 
         Examples
         --------
-        >>> from explorer.timeline import run_pipeline
+        >>> from explorer.passes.pipeline import run_pipeline
         >>> TimelineStepper(run_pipeline("zoo:mlp", "eliminate_identity", verify=False)).visible_steps()
         [0, 1]
         """
@@ -193,7 +198,7 @@ class TimelineStepper(w.VBox):
 
         Examples
         --------
-        >>> from explorer.timeline import run_pipeline
+        >>> from explorer.passes.pipeline import run_pipeline
         >>> t = run_pipeline("zoo:mlp", "eliminate_identity,eliminate_deadend", verify=False)
         >>> stepper = TimelineStepper(t)
         >>> stepper.show(1); stepper.move(+1); stepper.step
@@ -232,7 +237,7 @@ class TimelineStepper(w.VBox):
 
         Examples
         --------
-        >>> from explorer.timeline import run_pipeline
+        >>> from explorer.passes.pipeline import run_pipeline
         >>> stepper = TimelineStepper(run_pipeline("zoo:resnet18", "fuse_bn_into_conv", verify=False))
         >>> stepper.show(0); stepper.diff is None
         True
@@ -281,7 +286,7 @@ class TimelineStepper(w.VBox):
 
         Examples
         --------
-        >>> from explorer.timeline import run_pipeline
+        >>> from explorer.passes.pipeline import run_pipeline
         >>> stepper = TimelineStepper(run_pipeline("zoo:resnet18", "fuse_bn_into_conv", verify=False))
         >>> "fused into /conv1/Conv (Conv, with 1 other node)" in stepper.follow("/bn1/BatchNormalization")
         True
@@ -421,7 +426,7 @@ class TimelineStepper(w.VBox):
         if self.timeline is None:
             return
         hidden = set(range(len(self.timeline))) - set(self.visible_steps())
-        rows = []
+        rows, row_attrs = [], []
         for i in range(1, len(self.timeline)):
             if i in hidden:
                 continue
@@ -430,27 +435,30 @@ class TimelineStepper(w.VBox):
             style += "background:#fff3cd;" if i == self.step else ""
             style += "color:#d62728;" if row["error"] else ""
             deltas = format_op_deltas(row["op_deltas"], empty="-")
+            row_attrs.append({"style": style, "data-step": i})
             rows.append(
-                f"<tr style='{style}' data-step='{i}'><td>{i}</td><td>{html.escape(row['pass'])}</td>"
-                f"<td>{'yes' if row['changed'] else 'no'}</td><td>{row['elapsed_ms']:.0f}</td>"
-                f"<td>{row['nodes_before']} &rarr; {row['nodes_after']}</td><td>{row['added']}</td>"
-                f"<td>{row['removed']}</td><td>{row['modified']}</td>"
-                f"<td>{_fmt_drift(self.timeline[i].max_abs_diff)}</td><td>{html.escape(deltas)}</td></tr>"
+                (
+                    i,
+                    html.escape(row["pass"]),
+                    "yes" if row["changed"] else "no",
+                    f"{row['elapsed_ms']:.0f}",
+                    f"{row['nodes_before']} &rarr; {row['nodes_after']}",
+                    row["added"],
+                    row["removed"],
+                    row["modified"],
+                    _fmt_drift(self.timeline[i].max_abs_diff),
+                    html.escape(deltas),
+                )
             )
-        self.table.value = (
-            "<table style='font-size:12px;border-collapse:collapse'>"
-            "<tr><th>#</th><th>pass</th><th>changed</th>"
-            "<th>ms</th><th>nodes</th><th>+</th><th>-</th><th>~</th><th>max|diff|</th><th>op deltas</th></tr>"
-            + "".join(rows)
-            + "</table>"
-        )
+        table_style = {"style": "font-size:12px;border-collapse:collapse"}
+        self.table.value = html_table(rows, _STEP_COLUMNS, attrs=table_style, row_attrs=row_attrs)
 
     def highlighted(self, side: str = "after") -> dict[str, str]:
         """Item -> colour of the nodes currently highlighted (not grey/kept) on one side.
 
         Examples
         --------
-        >>> from explorer.timeline import run_pipeline
+        >>> from explorer.passes.pipeline import run_pipeline
         >>> stepper = TimelineStepper(run_pipeline("zoo:resnet18", "fuse_bn_into_conv", verify=False))
         >>> sorted(stepper.highlighted("before").values()) == sorted(
         ...     [DIFF_COLORS["fused"]] * 20 + [DIFF_COLORS["changed"]] * 20)

@@ -3,7 +3,7 @@
 The first widget class taken from ``widgets`` (``from widgets import GraphView``) calls
 :func:`warm_up`, which returns at once after:
 
-- starting the warm worker in the background (:func:`explorer.worker.prestart`): the child
+- starting the warm worker in the background (:func:`explorer.isolation.worker.prestart`): the child
   process starts and imports onnx on the other core while the notebook goes on, so
   ``explorer.load``'s shape inference finds it ready;
 - deferring :data:`DEFERRED_IMPORTS` (:func:`defer_import`). The first ``go.FigureWidget``
@@ -133,7 +133,7 @@ def warm_up() -> tuple[threading.Thread, ...]:
             return _THREADS
         for name in DEFERRED_IMPORTS:
             defer_import(name)
-        from explorer import worker  # here, not at the top: a bare ``import widgets`` stays light
+        from explorer.isolation import worker  # here, not at the top: a bare ``import widgets`` stays light
 
         prestarted = worker.prestart()
         _THREADS = () if prestarted is None else (prestarted,)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from explorer import load, zoo
-from explorer.target_figures import FALLBACK_COLOR
+from explorer.views.target_figures import FALLBACK_COLOR
 from widgets import CoveragePanel
 
 

@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 import pytest
 
 from explorer import zoo
-from explorer.errors import ModelLoadError
+from explorer.core.errors import ModelLoadError
 from widgets import Explorer
 from widgets.explorer_app import TABS
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from explorer import zoo
-from explorer.figures import DIFF_COLORS, LABEL_LIMIT, LABELS, NODES
+from explorer.views.figures import DIFF_COLORS, LABEL_LIMIT, LABELS, NODES
 from widgets import GraphView
 
 
@@ -25,7 +25,7 @@ def test_click_on_a_node_selects_it_and_shows_its_details() -> None:
 
 
 def test_a_view_that_grows_past_the_svg_limit_draws_with_webgl_and_still_takes_clicks(monkeypatch) -> None:
-    import explorer.figures as figures
+    import explorer.views.figures.graph as figures  # graph_figure reads the limit from its module
 
     view = GraphView("zoo:resnet18", collapse=1)
     assert view.figure.data[NODES].type == "scatter"

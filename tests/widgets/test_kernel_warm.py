@@ -26,7 +26,7 @@ _STATE = textwrap.dedent(
     warm = sys.modules.get("widgets.kernel_warm")
     if warm is not None and warm._THREAD is not None:
         warm._THREAD.join(240)
-    bundle, worker = sys.modules.get("widgets.plotly_bundle"), sys.modules.get("explorer.worker")
+    bundle, worker = sys.modules.get("widgets.plotly_bundle"), sys.modules.get("explorer.isolation.worker")
     print(repr({
         "warmed": warm is not None and warm._THREAD is not None and warm.failure is None,
         "graph_view": "widgets.graph_view" in sys.modules,

@@ -15,13 +15,17 @@ import plotly.graph_objects as go
 import pytest
 
 from explorer import load
-from explorer.figures import graph_figure
+from explorer.views.figures import graph_figure
 from widgets import plotly_bundle
 from widgets.plotly_bundle import PARTIAL_BUNDLE, PARTIAL_TRACES, bundle_source, bundle_widget
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Every module whose functions build the figures the widgets show.
-FIGURE_MODULES = ["explorer/figures.py", "explorer/runtime_figures.py", "explorer/target_figures.py"]
+FIGURE_MODULES = [
+    *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "explorer/views/figures").glob("*.py")),
+    "explorer/views/runtime_figures.py",
+    "explorer/views/target_figures.py",
+]
 
 
 def test_the_partial_bundle_is_the_one_built_for_the_installed_plotly() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from explorer.figures import DIFF_COLORS
+from explorer.views.figures import DIFF_COLORS
 from widgets import PassStepper
 
 
@@ -79,7 +79,7 @@ def test_the_new_families_are_picked_like_the_others_and_the_step_log_is_shown()
 
 
 def test_a_step_looks_the_same_whichever_steps_were_visited_before() -> None:
-    from explorer.layout import clear_cache, layout_digest
+    from explorer.views.layout import clear_cache, layout_digest
 
     pipeline = "fuse_bn_into_conv,eliminate_identity"
     clear_cache()
@@ -95,7 +95,8 @@ def test_a_step_looks_the_same_whichever_steps_were_visited_before() -> None:
 
 
 def test_the_stepping_is_a_timeline_stepper_any_producer_can_feed() -> None:
-    from explorer.timeline import Snapshot, Timeline, run_pipeline
+    from explorer.core.timeline import Snapshot, Timeline
+    from explorer.passes.pipeline import run_pipeline
     from widgets import TimelineStepper
 
     fused = run_pipeline("zoo:resnet18", "fuse_bn_into_conv", verify=False)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import plotly.graph_objects as go
 
-from explorer.figures import TRACE_COUNT
+from explorer.views.figures import TRACE_COUNT
 from widgets import GraphView, warm_up
 from widgets.figure_widget import GraphFigureWidget, bundle_widget
 from widgets.warm import defer_import
