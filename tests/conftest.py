@@ -50,9 +50,10 @@ def tiny_path(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def torch_exports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """:mod:`explorer.torch_zoo`'s models, small, exported once per session (skipped without torch)."""
+    """:mod:`explorer.zoo.torch_exports`'s models, small, exported once per session (skipped without
+    torch)."""
     pytest.importorskip("torch")
-    from explorer import torch_zoo
+    from explorer.zoo import torch_exports as torch_zoo
 
     folder = tmp_path_factory.mktemp("torch-exports")
     return {name: torch_zoo.export(name, folder) for name in torch_zoo.NAMES}

@@ -1,6 +1,6 @@
 """Every command on models from today's PyTorch exporter, on the torch install and on the base install.
 
-The set is :mod:`explorer.torch_zoo`'s, at its small size (the real architectures at reduced
+The set is :mod:`explorer.zoo.torch_exports`'s, at its small size (the real architectures at reduced
 width and depth), exported once per session with ``torch.onnx.export(..., dynamo=True)``:
 opset 20, ``node_*`` names, IsNaN/Where around the attention mask. Each command runs on each
 model, first in this process (:func:`tests.explorer.in_process.run_cli`, the install the
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from explorer import torch_zoo
+from explorer.zoo import torch_exports as torch_zoo
 from tests.explorer.in_process import run_cli
 from tests.test_binder import ROOT, _run, _scratch, _wheelhouse, lock_requirements, venv_environment
 
@@ -55,7 +55,7 @@ QUICK_BENCH = ("--warmup", "1", "--min-runs", "3", "--min-seconds", "0")
 
 @pytest.fixture
 def exports(torch_exports: dict[str, Path]) -> dict[str, Path]:
-    """Every model of :data:`explorer.torch_zoo.NAMES`, small, exported once for the session."""
+    """Every model of :data:`explorer.zoo.torch_exports.NAMES`, small, exported once for the session."""
     return torch_exports
 
 

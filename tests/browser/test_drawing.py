@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from explorer.figures import DETAILS, EDGE_LABELS, HEADS, LABELS, NODES
-from explorer.op_categories import CATEGORIES
+from explorer.core.op_categories import CATEGORIES
+from explorer.views.figures import DETAILS, EDGE_LABELS, HEADS, LABELS, NODES
 from tests.browser.jupyter import (
     LabServer,
     cell_errors,
@@ -155,7 +155,7 @@ def test_report_draws_op_boxes_and_redraws_fast(
     page: Page, tmp_path: Path, blocked_requests: list[str]
 ) -> None:
     from explorer import zoo
-    from explorer.report import save
+    from explorer.views.report import save
 
     report = save(zoo.build("transformer", layers=16, hidden=32), tmp_path / "t.html", collapse=None)
     export_html_page(page, report)

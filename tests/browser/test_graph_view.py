@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from explorer.figures import NODES
+from explorer.views.figures import NODES
 from tests.browser.jupyter import (
     LabServer,
     cell_errors,
@@ -71,7 +71,7 @@ def test_click_a_node_shows_its_details_and_a_box_expands(
 
 
 def test_html_report_renders_offline(page: Page, tmp_path: Path, blocked_requests: list[str]) -> None:
-    from explorer.report import save
+    from explorer.views.report import save
 
     report = save("zoo:resnet18", tmp_path / "report.html", pipeline="fuse_bn_into_conv")
     export_html_page(page, report)

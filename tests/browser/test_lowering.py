@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from explorer.figures import NODES
+from explorer.views.figures import NODES
 from tests.browser.jupyter import (
     LabServer,
     cell_errors,

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from explorer.figures import DIFF_COLORS, LABELS, NODES, TRACE_COUNT
-from explorer.timeline import run_pipeline
+from explorer.passes.pipeline import run_pipeline
+from explorer.views.figures import DIFF_COLORS, LABELS, NODES, TRACE_COUNT
 from tests.browser.jupyter import (
     LabServer,
     cell_errors,

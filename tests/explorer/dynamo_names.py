@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import onnx
 from onnx import helper
 
-from explorer.scopes import TORCH_NAME_SCOPES, scope_of
+from explorer.core.scopes import TORCH_NAME_SCOPES, scope_of
 
 __all__ = ["dynamo_style", "qualified_names"]
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from nbclient import NotebookClient
 
-from explorer.process_memory import MemoryPeak, ProcessTreeSampler
+from explorer.isolation.process_memory import MemoryPeak, ProcessTreeSampler
 
 __all__ = ["NotebookExecution", "execute_with_memory"]
 

@@ -1,0 +1,402 @@
+"""The command-line contract as a table: every command x every class of bad input or argument.
+
+Each cell runs ``onnx-explorer COMMAND ...`` in-process (:func:`tests.explorer.in_process.run_cli`)
+and checks the contract: the expected exit code (0 where the command legitimately works on that
+input, else 2, or 3 for a model that does not import or lower), never 1 or "internal error", no
+traceback, stderr naming the problem and the file, the input files byte-identical afterwards, no
+partial or temp file beside the output, and a ``--json`` stdout that parses (with an ``"error"``
+whose exit code is the process's on failure). Cells for a read-only output folder run in a forked
+child that drops to an unprivileged user (root writes through any mode bits).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from explorer import zoo
+from explorer.cli import main
+from tests.conftest import tiny_model
+
+COMMANDS = ("info", "passes", "diff", "report", "lower", "bench", "coverage", "prepare")
+WITH_OUTPUT = ("passes", "report", "prepare")
+WITH_SHAPES = tuple(c for c in COMMANDS if c != "diff")
+OUTPUT_NAME = {"passes": "out.onnx", "report": "out.html", "prepare": "out.onnx"}
+NOBODY = 65534
+FAST_BENCH = ("--min-runs", "1", "--min-seconds", "0", "--warmup", "0")
+
+
+def unknown_op_model() -> onnx.ModelProto:
+    """``Relu`` then ``com.acme::Frobnicate``: an op in a domain no runtime or compiler knows."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    nodes = [
+        helper.make_node("Relu", ["x"], ["h"], name="relu"),
+        helper.make_node("Frobnicate", ["h"], ["y"], domain="com.acme", name="frobnicate"),
+    ]
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("com.acme", 1)]
+    model = helper.make_model(helper.make_graph(nodes, "acme", [x], [y]), opset_imports=opsets)
+    model.ir_version = 8
+    return model
+
+
+def string_model() -> onnx.ModelProto:
+    """A string input passed through (``Identity``) beside a float ``Relu``."""
+    s = helper.make_tensor_value_info("s", TensorProto.STRING, [1, 2])
+    t = helper.make_tensor_value_info("t", TensorProto.STRING, [1, 2])
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    nodes = [helper.make_node("Identity", ["s"], ["t"], name="ident"), helper.make_node("Relu", ["x"], ["y"])]
+    model = helper.make_model(
+        helper.make_graph(nodes, "strings", [s, x], [t, y]), opset_imports=[helper.make_opsetid("", 17)]
+    )
+    model.ir_version = 8
+    return model
+
+
+@dataclass(frozen=True)
+class Case:
+    """One row of the table: an input class, run through every command it applies to."""
+
+    name: str
+    model: str  # a file of the models fixture, or "missing" / "folder"
+    expect: int | Mapping[str, int]  # the exit code, or per command (others: the "*" entry)
+    says: str | Mapping[str, str] = ""  # in stderr when the command fails (or per command)
+    shape: str | None = None  # --input-shape
+    output: str = "fresh"  # fresh, input, hardlink, symlink, missing-folder, read-only
+    force: bool = False
+    commands: tuple[str, ...] = COMMANDS
+    xfail: Mapping[str, str] = field(default_factory=dict)  # command -> the bug, for strict xfail
+
+    def code(self, command: str) -> int:
+        if isinstance(self.expect, int):
+            return self.expect
+        return self.expect.get(command, self.expect["*"])
+
+    def message(self, command: str) -> str:
+        return self.says if isinstance(self.says, str) else self.says[command]
+
+
+CASES = (
+    Case("not a file", "missing", 2, "no such file"),
+    Case("a folder", "folder", 2, "is a folder"),
+    Case("empty file", "empty.onnx", 2, "empty"),
+    Case("text file", "text.onnx", 2, "not a valid ONNX protobuf"),
+    Case("truncated protobuf", "truncated.onnx", 2, "not a valid ONNX protobuf"),
+    Case("unknown op in a custom domain", "acme.onnx", {"*": 0, "lower": 3, "bench": 3}, "Frobnicate"),
+    Case(
+        "string tensors",
+        "strings.onnx",
+        {"*": 0, "lower": 3, "bench": 3, "prepare": 2},
+        {
+            "lower": "does not import into TVM Relax",
+            "bench": "does not import into TVM Relax",
+            "prepare": "input 's' is a string tensor; qnn-htp cannot take string tensors",
+        },
+    ),
+    Case("If and Loop", "control_flow.onnx", {"*": 0, "lower": 3, "bench": 3}, "/loop/Loop [Loop]"),
+    Case("dynamic dims, no --input-shape", "tiny.onnx", 0),
+    Case(
+        "wrong input name",
+        "tiny.onnx",
+        2,
+        "'nosuch', which is not an input; the model's inputs are: x float32 [batch, 4]",
+        shape="nosuch=1,4",
+        commands=WITH_SHAPES,
+    ),
+    Case("wrong rank", "tiny.onnx", 2, "has rank 2", shape="x=1,4,4", commands=WITH_SHAPES),
+    Case("conflicts with a fixed dim", "tiny.onnx", 2, "fixed to 4", shape="x=2,5", commands=WITH_SHAPES),
+    Case("zero dim", "tiny.onnx", 2, "--input-shape", shape="x=0,4", commands=WITH_SHAPES),
+    Case("negative dim", "tiny.onnx", 2, "--input-shape", shape="x=-3,4", commands=WITH_SHAPES),
+    Case(
+        "huge shape",
+        "tiny.onnx",
+        2,
+        "would take 14901.2 GiB (16,000,000,000,000 bytes)",
+        shape="x=1000000000000,4",
+        commands=WITH_SHAPES,
+    ),
+    Case("output is the input", "tiny.onnx", 2, "is the input model", output="input", commands=WITH_OUTPUT),
+    Case(
+        "output is a hard link", "tiny.onnx", 2, "(through a link)", output="hardlink", commands=WITH_OUTPUT
+    ),
+    Case("output is a symlink", "tiny.onnx", 2, "(through a link)", output="symlink", commands=WITH_OUTPUT),
+    Case(
+        "output is the input, --force",
+        "tiny.onnx",
+        0,
+        output="input",
+        force=True,
+        commands=("passes", "prepare"),
+    ),
+    Case(
+        "output in a missing folder",
+        "tiny.onnx",
+        2,
+        "does not exist",
+        output="missing-folder",
+        commands=WITH_OUTPUT,
+    ),
+    Case(
+        "output in a read-only folder",
+        "tiny.onnx",
+        2,
+        "cannot write",
+        output="read-only",
+        commands=WITH_OUTPUT,
+    ),
+)
+
+
+@pytest.fixture(scope="module")
+def models() -> Iterator[Path]:
+    """The input files, in a folder any user may read (the read-only cells run as ``nobody``)."""
+    folder = Path(tempfile.mkdtemp(prefix="cli-matrix-models-"))
+    folder.chmod(0o755)
+    try:
+        onnx.save(tiny_model(), folder / "tiny.onnx")
+        onnx.save(unknown_op_model(), folder / "acme.onnx")
+        onnx.save(string_model(), folder / "strings.onnx")
+        onnx.save(zoo.build("control_flow"), folder / "control_flow.onnx")
+        (folder / "empty.onnx").write_bytes(b"")
+        (folder / "text.onnx").write_text("a text file, not a model\n")
+        data = (folder / "tiny.onnx").read_bytes()
+        (folder / "truncated.onnx").write_bytes(data[: len(data) // 2])
+        (folder / "folder.onnx").mkdir()
+        for item in folder.iterdir():
+            item.chmod(0o755 if item.is_dir() else 0o644)
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def argv(command: str, model: str, output: str, case: Case, reference: str) -> list[str]:
+    """The command line of one cell (``--json`` wherever the command has it)."""
+    words = {
+        "info": ["info", model, "--json"],
+        "passes": ["passes", model, "--pipeline", "eliminate_identity", "--json", "-o", output],
+        "diff": ["diff", model, reference, "--json"],
+        "report": ["report", model, "-o", output],
+        "lower": ["lower", model, "--json"],
+        "bench": ["bench", model, "--json", *FAST_BENCH],
+        "coverage": ["coverage", model, "--json"],
+        "prepare": ["prepare", model, "--json", "--samples", "1", "--output", output],
+    }[command]
+    if case.shape:
+        words += ["--input-shape", case.shape]
+    if case.force:
+        words.append("--force")
+    return words
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    """``onnx-explorer ARGS`` in this process; argparse's refusals (SystemExit) become exit codes."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(args))
+        except SystemExit as exit_:
+            code = int(exit_.code or 0)
+    return subprocess.CompletedProcess(["onnx-explorer", *args], code, out.getvalue(), err.getvalue())
+
+
+def run_as_nobody(*args: str) -> subprocess.CompletedProcess[str]:
+    """:func:`run` in a forked child that first drops to the unprivileged user ``nobody``.
+
+    Forked, not executed: the interpreter lives under /root, which ``nobody`` cannot read; the
+    modules the refusal needs are imported before the fork.
+    """
+    import explorer.core.timeline  # noqa: F401
+
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        try:
+            os.close(read_end)
+            os.setgroups([])
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            done = run(*args)
+            payload = [done.returncode, done.stdout, done.stderr]
+        except BaseException as err:
+            payload = [99, "", f"child failed: {err!r}"]
+        with os.fdopen(write_end, "wb") as pipe:
+            pipe.write(json.dumps(payload).encode())
+        os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        code, stdout, stderr = json.loads(pipe.read().decode() or '[98, "", "no answer"]')
+    os.waitpid(pid, 0)
+    return subprocess.CompletedProcess(["onnx-explorer", *args], code, stdout, stderr)
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else f"not a file: {path}"
+
+
+def cells() -> Iterator[object]:
+    for case in CASES:
+        for command in case.commands:
+            marks = []
+            if command in case.xfail:
+                marks.append(pytest.mark.xfail(strict=True, reason=case.xfail[command]))
+            yield pytest.param(case, command, id=f"{command}-{case.name}", marks=marks)
+
+
+@pytest.mark.parametrize(("case", "command"), list(cells()))
+def test_cell(case: Case, command: str, models: Path, tmp_path: Path) -> None:
+    if case.output != "read-only":
+        check_cell(case, command, models, tmp_path)
+        return
+    base = Path(tempfile.mkdtemp(prefix="cli-matrix-cell-"))  # pytest's tmp_path: root's only
+    try:
+        base.chmod(0o755)
+        check_cell(case, command, models, base)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def check_cell(case: Case, command: str, models: Path, base: Path) -> None:
+    """Run one cell in ``base`` and check the contract."""
+    inputs = base / "in"
+    outputs = base / "out"
+    inputs.mkdir()
+    outputs.mkdir()
+    for folder in (inputs, outputs):
+        folder.chmod(0o755)  # readable by the unprivileged user of the read-only cells
+    if case.model == "missing":
+        model = inputs / "missing.onnx"
+    elif case.model == "folder":
+        model = inputs / "folder.onnx"
+        model.mkdir()
+    else:
+        model = inputs / case.model
+        shutil.copyfile(models / case.model, model)
+        model.chmod(0o644)
+    reference = models / "tiny.onnx"
+    output = outputs / OUTPUT_NAME.get(command, "unused")
+    runner = run
+    if case.output == "input":
+        output = model
+    elif case.output == "hardlink":
+        os.link(model, output)
+    elif case.output == "symlink":
+        output.symlink_to(model)
+    elif case.output == "missing-folder":
+        output = outputs / "no-such-folder" / output.name
+    elif case.output == "read-only":
+        if os.geteuid() == 0:
+            runner = run_as_nobody
+        outputs.chmod(0o555)
+    before = {p: digest(p) for p in (model, reference)}
+    listed = sorted(os.listdir(outputs))
+
+    done = runner(*argv(command, str(model), str(output), case, str(reference)))
+
+    outputs.chmod(0o755)
+    expected = case.code(command)
+    where = f"{command} {case.name}: exit {done.returncode}\n{done.stderr[-2000:]}"
+    if case.output == "read-only" and runner is run and done.returncode == 0:
+        pytest.skip("this user writes into a folder of mode 0555 (neither root nor unprivileged)")
+    assert done.returncode == expected, where
+    assert "internal error" not in done.stderr and "Traceback" not in done.stderr, where
+    if "--json" in argv(command, "m", "o", case, "r"):
+        document = json.loads(done.stdout)  # one JSON document, whatever happened
+        if expected:
+            assert document["error"]["exit_code"] == expected, done.stdout[:2000]
+    if expected:
+        assert case.message(command) in done.stderr, where
+        if case.output in ("input", "hardlink", "symlink", "missing-folder", "read-only"):
+            named = str(output)
+        elif case.message(command) == "--input-shape":
+            named = case.shape
+        else:
+            named = str(model)
+        assert named in done.stderr, where
+    if not case.force:
+        assert {p: digest(p) for p in before} == before, "an input file changed"
+    # nothing partial or temporary beside the output (or the input, when it is the output)
+    left = sorted(os.listdir(outputs))
+    made = [output.name] if expected == 0 and command in WITH_OUTPUT and output.parent == outputs else []
+    assert left == sorted({*listed, *made}), left
+    assert sorted(os.listdir(inputs)) == ([model.name] if model.exists() else []), os.listdir(inputs)
+    if expected == 0 and command in ("passes", "prepare"):
+        onnx.checker.check_model(onnx.load(output))  # a whole model where it was asked for
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        ["bench", "zoo:mlp", "--tune-trials", "-5"],
+        ["bench", "zoo:mlp", "--threads", "-1"],
+        ["bench", "zoo:mlp", "--warmup", "-1"],
+        ["bench", "zoo:mlp", "--min-runs", "0"],
+        ["bench", "zoo:mlp", "--min-runs", "-2"],
+        ["bench", "zoo:mlp", "--min-seconds", "-1"],
+        ["bench", "zoo:mlp", "--max-seconds", "-1"],
+        ["bench", "zoo:mlp", "--tune-minutes", "-1"],
+        ["bench", "zoo:mlp", "--min-seconds", "nan"],
+        ["prepare", "zoo:mlp", "--samples", "0"],
+        ["prepare", "zoo:mlp", "--samples", "-1"],
+    ],
+    ids=" ".join,
+)
+def test_numeric_arguments_out_of_range_are_usage_errors(words: list[str]) -> None:
+    done = run(*words, "--json")
+    assert done.returncode == 2
+    assert "usage: onnx-explorer" in done.stderr and f"argument {words[2]}" in done.stderr
+    assert f"got '{words[3]}'" in done.stderr and "Traceback" not in done.stderr
+    error = json.loads(done.stdout)["error"]
+    assert error["type"] == "UsageError" and error["exit_code"] == 2 and words[2] in error["message"]
+
+
+def printing_reshape_model() -> onnx.ModelProto:
+    """``Reshape(x, [3, 4] + int(0 * sum(x)))``: ONNX Runtime runs it; TVM's importer cannot take a shape
+    computed at run time and ``print``s "Error converting operator Reshape, ..." to stdout as it fails."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 6])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 4])
+    nodes = [
+        helper.make_node("ReduceSum", ["x"], ["total"], keepdims=0),
+        helper.make_node("Mul", ["total", "zero"], ["nothing"]),
+        helper.make_node("Cast", ["nothing"], ["offset"], to=TensorProto.INT64),
+        helper.make_node("Add", ["target", "offset"], ["shape"]),
+        helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape"),
+    ]
+    constants = [
+        helper.make_tensor("zero", TensorProto.FLOAT, [], [0.0]),
+        helper.make_tensor("target", TensorProto.INT64, [2], [3, 4]),
+    ]
+    graph = helper.make_graph(nodes, "printing_reshape", [x], [y], initializer=constants)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+@pytest.mark.parametrize("command", ["lower", "bench"])
+def test_json_stdout_is_one_document_whatever_tvm_prints(command: str, tmp_path: Path) -> None:
+    path = tmp_path / "reshape.onnx"
+    onnx.save(printing_reshape_model(), path)
+    words = [command, str(path), "--json", *(FAST_BENCH if command == "bench" else ())]
+    in_process = run(*words)
+    script = Path(os.sys.executable).with_name("onnx-explorer")
+    if not script.exists():
+        pytest.skip("project not installed as a package in this interpreter")
+    real = subprocess.run([str(script), *words], capture_output=True, text=True, timeout=300)
+    for done in (in_process, real):
+        assert done.returncode == 3, done.stderr  # the import fails (in TVM's importer, which prints)
+        document = json.loads(done.stdout)  # and nothing else on stdout
+        assert document["error"]["exit_code"] == 3 and "Reshape" in document["error"]["message"]
+        assert "Error converting operator" not in done.stdout and "Traceback" not in done.stderr
