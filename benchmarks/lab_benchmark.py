@@ -204,7 +204,7 @@ def ensure_models(folder: Path, names: list[str]) -> dict[str, Path]:
     >>> paths["resnet18"].stat().st_size > 40e6  # doctest: +SKIP
     True
     """
-    from explorer.io import save_model_atomic
+    from explorer.isolation.io import save_model_atomic
 
     folder.mkdir(parents=True, exist_ok=True)
     paths = {}
@@ -320,10 +320,10 @@ def _lap(name):
 import widgets
 _lap("import widgets")
 from explorer import load
-from explorer.layout import auto_collapse, layered
-from explorer.figures import graph_figure
+from explorer.views.layout import auto_collapse, layered
+from explorer.views.figures import graph_figure
 _g = load({path!r})
-_lap("explorer.load")
+_lap("explorer.onnx_adapter.load")
 _layout = layered(_g, collapse=auto_collapse(_g))
 _lap("layout")
 _fig = graph_figure(_g, _layout)

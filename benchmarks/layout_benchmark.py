@@ -1,19 +1,19 @@
-"""Graph-view layout speed and edge crossings: explorer.layout versus Graphviz ``dot``.
+"""Graph-view layout speed and edge crossings: explorer.views.layout versus Graphviz ``dot``.
 
 For zoo transformers of about 1k, 10k and 50k ONNX nodes (``81 * layers + 11``),
 this saves the model to a file and measures, in one run:
 
 - ``load``: ``explorer.load(path)`` (parsing, shape inference, graph building);
-- ``layout``: ``explorer.layout.layered`` (cache cleared first), uncollapsed and, for
-  graphs above ``--max-items`` nodes, at the depth :func:`explorer.layout.auto_collapse` picks;
+- ``layout``: ``explorer.views.layout.layered`` (cache cleared first), uncollapsed and, for
+  graphs above ``--max-items`` nodes, at the depth :func:`explorer.views.layout.auto_collapse` picks;
 - ``igraph x``: the same with ``straight=False`` (igraph's own x placement, the layout
   before straight main paths), and ``ratio`` = layout / igraph x, measured interleaved;
 - ``boxes``: the same with ``node_size="auto"`` (room for boxes sized from their labels);
-- ``figure``: ``explorer.figures.graph_figure(graph, layout)`` when that function exists;
+- ``figure``: ``explorer.views.figures.graph_figure(graph, layout)`` when that function exists;
 - ``dot``: ``networkx.nx_agraph.graphviz_layout(G, prog="dot")`` on the same uncollapsed
   graph, run in a child process and abandoned after ``--dot-timeout`` seconds
   (falls back to the ``dot -Tplain`` binary when pygraphviz is missing);
-- crossings of both, with the same :func:`explorer.layout.count_crossings`: dot's layers
+- crossings of both, with the same :func:`explorer.views.layout.count_crossings`: dot's layers
   are its distinct node heights and its edges are its splines, cut at every layer;
 - then the same crossings for every zoo model (weights folded, and drawn as nodes).
 
@@ -44,8 +44,8 @@ import networkx as nx
 import onnx
 
 import explorer
-from explorer import layout as lay
 from explorer import zoo
+from explorer.views import layout as lay
 
 __all__ = ["DotResult", "Row", "dot_layout", "main"]
 
@@ -209,7 +209,7 @@ def dot_layout(graph: nx.MultiDiGraph, timeout: float) -> tuple[DotResult | None
 
 
 def dot_as_layout(graph: nx.MultiDiGraph, result: DotResult, index: dict[str, int]) -> lay.Layout:
-    """Turn dot's output into a :class:`~explorer.layout.Layout` (layers = distinct heights)."""
+    """Turn dot's output into a :class:`~explorer.views.layout.Layout` (layers = distinct heights)."""
     heights = sorted({round(y, 3) for _, y in result.positions.values()}, reverse=True)
     rank = {y: r for r, y in enumerate(heights)}
     names = list(index)
@@ -263,7 +263,7 @@ def _timed(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
 
 def _figure_fn() -> Callable[[Any, Any], Any] | None:
     try:
-        from explorer.figures import graph_figure  # type: ignore[attr-defined]
+        from explorer.views.figures import graph_figure  # type: ignore[attr-defined]
     except ImportError:
         return None
     return graph_figure
@@ -404,7 +404,7 @@ def main(argv: list[str] | None = None) -> int:
         elif not has_pygraphviz:
             print("pygraphviz is missing: timing the dot binary (dot -Tplain) instead", file=sys.stderr)
     if _figure_fn() is None:
-        print("explorer.figures.graph_figure not found: figure column stays empty", file=sys.stderr)
+        print("explorer.views.figures.graph_figure not found: figure column stays empty", file=sys.stderr)
     warm = explorer.load("zoo:mlp")  # first-use imports are not what we measure
     if _figure_fn() is not None:
         _figure_fn()(warm, lay.layered(warm))  # type: ignore[misc]

@@ -16,8 +16,8 @@ worker warmed up first, as in a notebook that already opened a model):
 - ``onnx.load(path, load_external_data=False)`` and ``onnx.load(path)`` (the baselines);
 - ``explorer.load(path)`` (parsing, external-data checks, shape inference in the
   worker on a weight-stripped copy, graph building);
-- ``file -> figure``: load, :func:`explorer.layout.auto_collapse`, ``layered`` and
-  :func:`explorer.figures.graph_figure`, as ``GraphView`` opens a model (layout cache cleared);
+- ``file -> figure``: load, :func:`explorer.views.layout.auto_collapse`, ``layered`` and
+  :func:`explorer.views.figures.graph_figure`, as ``GraphView`` opens a model (layout cache cleared);
 - ``info``: ``onnx-explorer info PATH --json`` as a command, from process start;
 - peak memory of each (resident set of the process and its worker, sampled every 5 ms);
 - ``pipeline step``: on the 344 MB model, one ``run_pipeline`` step of ``ort:basic``
@@ -28,7 +28,7 @@ worker warmed up first, as in a notebook that already opened a model):
 Ratios are against ``onnx.load`` of the same file, measured in the same run.
 
 The real-size set (``--real``): today's PyTorch exporter's models at their real sizes
-(:func:`explorer.torch_zoo.export` with ``size="full"``: a BERT-base encoder, a GPT-2-small
+(:func:`explorer.zoo.torch_exports.export` with ``size="full"``: a BERT-base encoder, a GPT-2-small
 decoder, ConvNeXt-T, EfficientNet-B0; exported once into real_exports_benchmark.py's cache,
 ``$ONNX_EXPLORER_CACHE/real-exports``; skipped, with a
 message, where torch is not installed). For each, in a fresh process whose worker is started
@@ -140,8 +140,8 @@ def _phase(kind: str, path: str) -> Callable[[], Any]:
     import onnx
 
     import explorer
-    from explorer import layout as lay
-    from explorer.figures import graph_figure
+    from explorer.views import layout as lay
+    from explorer.views.figures import graph_figure
 
     if kind == "onnx.load (structure)":
         return lambda: onnx.load(path, load_external_data=False)
@@ -183,7 +183,7 @@ def child_pipeline(path: str) -> dict[str, Any]:
     """One changing pipeline step on ``path``: step wall time, the pass's own time, the overhead."""
     import explorer
     from explorer import zoo
-    from explorer.timeline import run_pipeline
+    from explorer.passes.pipeline import run_pipeline
 
     explorer.load(zoo.build("mlp"))
     graph = explorer.load(path)
@@ -200,7 +200,7 @@ def child_memory(kind: str, path: str) -> dict[str, Any]:
 
     import explorer
     from explorer import zoo
-    from explorer.process_memory import ProcessTreeSampler, tree_memory
+    from explorer.isolation.process_memory import ProcessTreeSampler, tree_memory
 
     warm = explorer.load(zoo.build("mlp"))  # imports, the worker and its imports
     if kind == "GraphView":
@@ -235,11 +235,11 @@ def child_memory(kind: str, path: str) -> dict[str, Any]:
 
 
 def build_real(name: str) -> Path:
-    """Export (once) the real-size ``name`` of :mod:`explorer.torch_zoo`, in the folder
+    """Export (once) the real-size ``name`` of :mod:`explorer.zoo.torch_exports`, in the folder
     real_exports_benchmark.py keeps them in (one copy of each export)."""
     from real_exports_benchmark import export_folder  # this script's own folder is on sys.path
 
-    from explorer import torch_zoo
+    from explorer.zoo import torch_exports as torch_zoo
 
     folder = export_folder()
     path = folder / f"{name}-full.onnx"

@@ -6,7 +6,7 @@ For every notebook in ``notebooks/`` (or those named on the command line), in on
   start, then every cell, as nbclient runs them; the shutdown is not counted);
 - ``pss_mib``: the peak, over the run, of the summed proportional set sizes of the kernel, the
   explorer's worker and every other descendant of the kernel, read every ``--interval`` seconds
-  (:class:`explorer.process_memory.ProcessTreeSampler`): a page they share counts once, as in a
+  (:class:`explorer.isolation.process_memory.ProcessTreeSampler`): a page they share counts once, as in a
   container's memory limit. Binder gives a visitor 1-2 GB for all of them (docs/course.md: under
   2 GB). ``peak_mib`` is the peak of their summed resident memory, where a shared page counts in
   every process that maps it: an upper bound.
@@ -50,7 +50,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script from anywhere: explorer/ is beside benchmarks/
     sys.path.insert(0, str(ROOT))
 
-from explorer.process_memory import ProcessTreeSampler  # noqa: E402
+from explorer.isolation.process_memory import ProcessTreeSampler  # noqa: E402
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -1,6 +1,6 @@
 """Every command on today's PyTorch exporter's models at their real sizes, as a user runs them.
 
-The set is :mod:`explorer.torch_zoo`'s at ``size="full"`` (random weights, exported in code with
+The set is :mod:`explorer.zoo.torch_exports`'s at ``size="full"`` (random weights, exported in code with
 ``torch.onnx.export(..., dynamo=True)``, never downloaded): a BERT-base encoder (12 layers,
 hidden 768, with an attention mask), a GPT-2-small decoder (no KV cache), ConvNeXt-T and
 EfficientNet-B0. Each is exported once into ``--workdir`` (default
@@ -94,7 +94,7 @@ def _exported(name: str, folder: Path, reexport: bool) -> tuple[Path, float]:
 
 
 def _shapes(name: str, seq: int) -> list[str]:
-    from explorer import torch_zoo
+    from explorer.zoo import torch_exports as torch_zoo
 
     args = []
     for input_name, shape in torch_zoo.spec(name, "full")["example"].items():
@@ -104,7 +104,7 @@ def _shapes(name: str, seq: int) -> list[str]:
 
 
 def _args(name: str, command: str, path: Path, seq: int, min_runs: int) -> list[str]:
-    from explorer import torch_zoo
+    from explorer.zoo import torch_exports as torch_zoo
 
     shapes, fix = _shapes(name, seq), ["--fix"] if name in NEEDS_FIX else []
     config = torch_zoo.spec(name, "full")["config"]
@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     --------
     >>> main(["--models", "nosuch"])  # doctest: +SKIP
     """
-    from explorer import torch_zoo
+    from explorer.zoo import torch_exports as torch_zoo
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default=",".join(torch_zoo.NAMES))

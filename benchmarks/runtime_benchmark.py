@@ -35,8 +35,8 @@ import time
 from explorer import load
 from explorer.lower import relax_import
 from explorer.lower.tvm_records import shipped_records
+from explorer.onnx_adapter.inputs import concrete_input_shapes
 from explorer.runtimes import OrtRuntime, TvmRuntime, bench
-from explorer.runtimes.inputs import concrete_input_shapes
 from explorer.runtimes.profile import profile
 
 __all__ = ["main", "model_graph"]
@@ -53,11 +53,11 @@ def _explain(graph: object, runtimes: list, rows: list[dict]) -> None:
     """Per runtime: kernels launched, bytes written between them, achieved GFLOP/s, and the
     slowest nodes against the roofline (why they are slow: how far below the roof, and
     whether memory or compute bounds them)."""
-    from explorer.cost_model import node_costs
+    from explorer.core.tensors import format_bytes
     from explorer.runtimes import random_feeds
+    from explorer.runtimes.cost_model import node_costs
     from explorer.runtimes.machine import measure_peak
     from explorer.runtimes.roofline import roofline
-    from explorer.tensors import format_bytes
 
     shapes = concrete_input_shapes(graph.model)
     feeds = random_feeds(graph.model, shapes)

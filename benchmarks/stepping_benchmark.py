@@ -5,7 +5,7 @@ two-step pipeline (``eliminate_common_subexpression,fuse_qkv``: both rewrite eve
 encoder layer) once, then measures in the same run:
 
 - ``load``: ``explorer.load`` of the model (the baseline every ratio is against);
-- ``diff``: :func:`explorer.diff.diff` between consecutive snapshots;
+- ``diff``: :func:`explorer.core.diff.diff` between consecutive snapshots;
 - ``step (first)``: what :meth:`widgets.PassStepper.show` computes for a step seen for
   the first time: the diff, a stable layout of both sides (``previous=``), and both figures;
 - ``step (again)``: the same step revisited (diff and layouts cached), i.e. moving the slider back.
@@ -26,10 +26,11 @@ import time
 from collections.abc import Callable
 
 from explorer import load, zoo
-from explorer.diff import diff
-from explorer.figures import diff_overlay, graph_figure
-from explorer.layout import auto_collapse, clear_cache, layered
-from explorer.timeline import Timeline, run_pipeline
+from explorer.core.diff import diff
+from explorer.core.timeline import Timeline
+from explorer.passes.pipeline import run_pipeline
+from explorer.views.figures import diff_overlay, graph_figure
+from explorer.views.layout import auto_collapse, clear_cache, layered
 
 __all__ = ["main", "measure", "step_cost", "fresh_diff", "forget"]
 
