@@ -54,7 +54,11 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
     )
     add_model(parser)
     parser.add_argument(
-        "--runtime", action="append", default=[], metavar="NAME", help="ort, ort-cuda or tvm (repeatable)"
+        "--runtime",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="ort, ort-cuda, tvm, or tvm-naive (TVM's plain loops, no schedules) (repeatable)",
     )
     budget = parser.add_mutually_exclusive_group()
     budget.add_argument(
@@ -111,9 +115,10 @@ def _runtimes(args: argparse.Namespace) -> list[Any]:
     for name in args.runtime or ["ort", "tvm"]:
         options: dict[str, Any] = {}
         if name.startswith("tvm"):
-            options = {"tune_trials": args.tune_trials, "tune_minutes": args.tune_minutes}
-            if args.pretuned:
-                options["pretuned"] = True
+            if name == "tvm":  # tvm-naive is the untuned baseline: the tuning flags are not its
+                options = {"tune_trials": args.tune_trials, "tune_minutes": args.tune_minutes}
+                if args.pretuned:
+                    options["pretuned"] = True
             if args.rpc_tracker or args.rpc_key:
                 options.update(rpc_tracker=args.rpc_tracker, rpc_key=args.rpc_key)
         elif args.threads:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from explorer.isolation import worker
+from explorer.lower.default_schedules import default_database, with_defaults
 from explorer.lower.pass_failures import PassWatch
 from explorer.lower.relax_exprs import tensor_dims, tensor_dtype
 from explorer.lower.relax_frontend import import_origins, run_importer
@@ -42,6 +43,8 @@ __all__ = [
     "compile_tuned",
     "tuning_module",
     "TUNING_PASSES",
+    "FAST_MATH_PASSES",
+    "tuning_passes",
     "PREPACKED_SUFFIX",
     "finish_tuned",
     "measure_tasks",
@@ -197,14 +200,18 @@ TUNING_PASSES = (
 )
 """The passes before tuning (:func:`tuning_module`), by their ``relax.transform`` names."""
 
+FAST_MATH_PASSES = ("FastGelu", "FastMathTransform")
+"""The passes of :data:`TUNING_PASSES` that trade exactness for speed (left out with ``fast_math=False``)."""
 
-def tuning_module(module: Any, target: Any) -> Any:
+
+def tuning_module(module: Any, target: Any, fast_math: bool = True) -> Any:
     """The module MetaSchedule tunes (:data:`TUNING_PASSES`): inference ops decomposed, GELU,
     erf, exp, tanh and softmax in TVM's vectorisable approximations (:mod:`explorer.lower.fast_math`;
     ``erf`` is otherwise a scalar C library call per element), fused (the zero pipeline), and
     the weights marked layout-free, so a tuned kernel may ask for its
     weights in another layout and the build packs them once (CPU weight prepacking:
-    :func:`finish_tuned`).
+    :func:`finish_tuned`). ``fast_math=False`` keeps the exact functions
+    (:data:`FAST_MATH_PASSES` left out): the untuned build, which has no records to match.
 
     Examples
     --------
@@ -220,7 +227,19 @@ def tuning_module(module: Any, target: Any) -> Any:
     import tvm
 
     with target:
-        return tvm.transform.Sequential([relax_pass(name) for name in TUNING_PASSES])(module)
+        return tvm.transform.Sequential([relax_pass(name) for name in tuning_passes(fast_math)])(module)
+
+
+def tuning_passes(fast_math: bool = True) -> list[str]:
+    """The passes :func:`tuning_module` runs: :data:`TUNING_PASSES`, without the fast-math ones
+    when ``fast_math`` is False.
+
+    Examples
+    --------
+    >>> "FastGelu" in tuning_passes(), "FastGelu" in tuning_passes(fast_math=False)
+    (True, False)
+    """
+    return [name for name in TUNING_PASSES if fast_math or name not in FAST_MATH_PASSES]
 
 
 PREPACKED_SUFFIX = "_prepacked"
@@ -256,8 +275,12 @@ def finish_tuned(module: Any, target: Any, work_dir: str) -> Any:
         )(module)
 
 
-def measure_tasks(module: Any, tasks: Sequence[Any], target: Any) -> list[Any]:
+def measure_tasks(module: Any, tasks: Sequence[Any], target: Any, defaults: Any = None) -> list[Any]:
     """Compile ``module`` untuned and time each task's calls in one inference on generated inputs.
+
+    With ``defaults`` (a :class:`~explorer.lower.default_schedules.DefaultDatabase`) each task
+    runs its default schedule, the kernel a build without a record would have: the plan then
+    spends trials where tuning can gain over that, not over plain loops.
 
     Returns
     -------
@@ -279,27 +302,40 @@ def measure_tasks(module: Any, tasks: Sequence[Any], target: Any) -> list[Any]:
     import numpy as np
     import tvm
     from tvm import relax
-    from tvm.s_tir.analysis import estimate_tir_flops
 
     from explorer.lower.tuning_plan import TaskTime  # pandas: only where tasks are measured
     from explorer.onnx_adapter.inputs import random_array
 
-    machine = relax.VirtualMachine(tvm.compile(module, target=target), tvm.cpu())
+    if defaults is None:
+        executable = tvm.compile(module, target=target)
+    else:
+        with defaults.database:  # the current database: MetaScheduleApplyDatabase reads no folder
+            executable = tvm.compile(finish_tuned(module, target, ""), target=target)
+    machine = relax.VirtualMachine(executable, tvm.cpu())
     rng = np.random.default_rng(0)
     args = [
         tvm.runtime.tensor(random_array([int(d) for d in tensor_dims(p.ty)], tensor_dtype(p.ty), rng))
         for p in module["main"].params
     ]
-    per_symbol = time_per_symbol(vm_call_times(machine, args, runs=1, warmup=False))
+    per_symbol = {
+        symbol.removesuffix(PREPACKED_SUFFIX): found  # a kernel whose weights the build repacked
+        for symbol, found in time_per_symbol(vm_call_times(machine, args, runs=1, warmup=False)).items()
+    }
     times = []
     for task in tasks:
         calls, ms = per_symbol.get(task.task_name, (int(task.weight), 0.0))
-        try:
-            gflop = float(estimate_tir_flops(task.dispatched[0])) / 1e9
-        except Exception:  # a kernel the estimate cannot read counts as memory-bound
-            gflop = 0.0
-        times.append(TaskTime(task.task_name, int(calls), gflop, float(ms)))
+        times.append(TaskTime(task.task_name, int(calls), _task_gflop(task), float(ms)))
     return times
+
+
+def _task_gflop(task: Any) -> float:
+    """A task's GFLOP per call, as TVM estimates it from its TIR (0 for a kernel it cannot read)."""
+    from tvm.s_tir.analysis import estimate_tir_flops
+
+    try:
+        return float(estimate_tir_flops(task.dispatched[0])) / 1e9
+    except Exception:  # a kernel the estimate cannot read counts as memory-bound
+        return 0.0
 
 
 def _runner(rpc: Mapping[str, Any] | None) -> Any:
@@ -424,34 +460,47 @@ def compile_tuned(
     key: str,
     pretuned: bool = False,
     rpc: Mapping[str, Any] | None = None,
+    fast_math: bool = True,
 ) -> dict[str, Any]:
     """Import ``path``, tune it (unless ``key`` was tuned with at least ``trials`` before), apply the
     database and compile.
 
     Tuning measures every task untuned first and spends the trials where the time is
     (:func:`explorer.lower.tuning_plan.plan_tasks`); the build prepacks the weights of the
-    tuned kernels (:func:`finish_tuned`). ``pretuned`` first adds the records shipped for this
-    CPU (:func:`explorer.lower.tvm_records.seed_database`): with ``trials=0`` they are applied
-    without tuning. With ``rpc`` (``rpc_tracker``, ``rpc_key``, ``rpc_timeout``) candidates
-    are measured on servers from the tracker (MetaSchedule's RPC runner); the untuned timing
-    that plans the trials stays here.
+    tuned kernels (:func:`finish_tuned`). A task without a record gets a default schedule
+    (MetaSchedule's rules applied once, unmeasured), not the plain loops. ``pretuned`` first
+    adds the records shipped for this CPU (:func:`explorer.lower.tvm_records.seed_database`):
+    with ``trials=0`` they are applied without tuning. With ``rpc`` (``rpc_tracker``,
+    ``rpc_key``, ``rpc_timeout``) candidates are measured on servers from the tracker
+    (MetaSchedule's RPC runner); the untuned timing that plans the trials stays here.
+    ``fast_math=False`` compiles the exact functions (:func:`tuning_module`); records tuned
+    with fast math then match no task.
 
     Returns
     -------
     dict
         ``{"ok": True, "executable", "compile_s", "tune_s", "trials", "trials_run", "tuned_before",
-        "out_of_time", "tasks", "tasks_with_records", "plan", "shipped", "tvm", "target"}``, or the
-        import's failure.
+        "out_of_time", "tasks", "tasks_with_records", "task_schedules", "task_gflop", "passes",
+        "defaults_failed", "plan", "shipped", "tvm", "target"}``, or the import's failure.
+        ``task_schedules`` says, per task, where its schedule came from: ``"record"`` (the
+        tuning database), else a default schedule (:mod:`explorer.lower.default_schedules`:
+        ``"heuristic"`` or ``"sampled"``), or ``"naive"`` (the plain loops, where no default
+        could be made); ``task_gflop`` is each task's GFLOP per call (TVM's estimate);
+        ``passes`` the Relax passes the build ran before FuseTIR; ``defaults_failed`` is None,
+        or why the build with default schedules failed and was made again without them.
 
     Examples
     --------
     >>> import tempfile
     >>> from explorer import zoo
     >>> out = compile_tuned(  # trials=0: apply what the (empty) database holds, no tuning
-    ...     zoo.build("mlp"), None, "llvm", trials=0, minutes=None, work_dir=tempfile.mkdtemp(), key="mlp"
+    ...     zoo.build("mlp"), {"input": [1, 1, 28, 28]}, "llvm", trials=0, minutes=None,
+    ...     work_dir=tempfile.mkdtemp(), key="mlp",
     ... )
     >>> out["ok"], out["tasks"], out["tasks_with_records"], out["tune_s"]
     (True, 4, 0, 0.0)
+    >>> sorted(set(out["task_schedules"].values()))  # no record: every task a default schedule
+    ['heuristic']
     """
     imported = run_importer(path, input_shapes)
     if not imported["ok"]:
@@ -468,15 +517,16 @@ def compile_tuned(
     shipped = seed_database(folder, target) if pretuned else None
     watch = PassWatch(lambda: import_origins(imported["model"], imported["importer"], imported["module"]))
     with _lowering(watch):
-        mod = tuning_module(imported["module"], built_for)
+        mod = tuning_module(imported["module"], built_for, fast_math)
         tasks = ms.relax_integration.extract_tasks(mod, built_for)
+    defaults = default_database(tasks, built_for)  # every task's schedule where no record is found
     before = tuned_trials(folder, key)
     tune_s, out_of_time, errors, plans, run = 0.0, False, [], [], 0
     if trials > 0 and before < trials:
         started, ends = time.perf_counter(), (time.time() + minutes * 60 if minutes else None)
-        worker.report(0.0, f"timing the {len(tasks)} tasks untuned, to spend the trials where the time is")
+        worker.report(0.0, f"timing the {len(tasks)} tasks' default schedules: trials go where they gain")
         cores = int(built_for.attrs.get("num-cores", 1))
-        measured = measure_tasks(mod, tasks, built_for)
+        measured = measure_tasks(mod, tasks, built_for, defaults)
         plans = plan_tasks(measured, expected_trials(trials, minutes, cores), cores)
         callback = _tune(tasks, plans, folder, trials, minutes, ends, rpc)
         out_of_time = ends is not None and time.time() > ends  # the budget, not the trials, ended it
@@ -485,13 +535,28 @@ def compile_tuned(
         record_trials(folder, key, trials)
     started = time.perf_counter()
     database = ms.database.JSONDatabase(work_dir=str(folder))
-    with_records = sum(
-        database.has_workload(t.dispatched[0])
-        and database.query_tuning_record(t.dispatched[0], built_for, t.task_name) is not None
+    recorded = {
+        t.task_name
         for t in tasks
-    )
-    with _lowering(watch):
-        executable = tvm.compile(finish_tuned(mod, built_for, str(folder)), target=built_for)
+        if database.has_workload(t.dispatched[0])
+        and database.query_tuning_record(t.dispatched[0], built_for, t.task_name) is not None
+    }
+    schedules = {
+        t.task_name: "record" if t.task_name in recorded else defaults.how[t.task_name] for t in tasks
+    }
+    try:
+        with with_defaults(database, defaults):  # records first, default schedules for the rest
+            executable = tvm.compile(finish_tuned(mod, built_for, str(folder)), target=built_for)
+        defaults_failed = None
+    except MemoryError:
+        raise
+    except Exception as err:  # a default schedule TVM cannot build is ours to fix, not the model's:
+        defaults_failed = (
+            f"{type(err).__name__}: {str(err).strip().splitlines()[-1] if str(err).strip() else ''}"
+        )
+        schedules = {name: "record" if how == "record" else "naive" for name, how in schedules.items()}
+        with _lowering(watch):  # build without them; a failure now is the model's (LoweringError)
+            executable = tvm.compile(finish_tuned(mod, built_for, str(folder)), target=built_for)
     return {
         "ok": True,
         "executable": executable,
@@ -503,7 +568,11 @@ def compile_tuned(
         "out_of_time": out_of_time,
         "errors": errors,
         "tasks": len(tasks),
-        "tasks_with_records": with_records,
+        "tasks_with_records": len(recorded),
+        "task_schedules": schedules,
+        "task_gflop": {t.task_name: _task_gflop(t) for t in tasks},
+        "passes": tuning_passes(fast_math),
+        "defaults_failed": defaults_failed,
         "plan": [p.to_dict() for p in plans],
         "shipped": shipped,
         "tvm": tvm.__version__,

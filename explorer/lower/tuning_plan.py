@@ -7,7 +7,9 @@ that take microseconds. The plan instead measures each task's untuned time once,
 what tuning can gain from it (the untuned time less what its FLOPs would take at a rate
 tuned code reaches here), and tunes only the tasks with the most to gain, as many as the
 budget gives a useful number of trials, weighted by that gain. The rest keep their default
-schedule: their whole untuned time is the most tuning could have saved.
+schedule: their whole untuned time is the most tuning could have saved. (Untuned here is
+the task's default schedule, :mod:`explorer.lower.default_schedules`, the kernel a build
+without a record runs, not TVM's plain loops.)
 
 Examples
 --------

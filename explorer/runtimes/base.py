@@ -46,7 +46,8 @@ class Runtime(Protocol):
     name : str
         Short name (``ort``, ``ort-cuda``, ``tvm``), as the CLI's ``--runtime`` takes it.
     label : str
-        What a table or a plot calls it (``ONNX Runtime CPU (all)``, ``TVM llvm untuned``).
+        What a table or a plot calls it (``ONNX Runtime CPU (all)``,
+        ``TVM llvm untuned (default schedules)``).
     tuned : bool
         Whether it tunes what it compiles.
     """

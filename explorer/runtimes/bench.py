@@ -53,7 +53,7 @@ __all__ = [
     "rounding_floor",
 ]
 
-RUNTIME_NAMES = ("ort", "ort-cuda", "tvm")
+RUNTIME_NAMES = ("ort", "ort-cuda", "tvm", "tvm-naive")
 """Runtime names :func:`get_runtime` (and ``onnx-explorer bench --runtime``) takes."""
 
 
@@ -73,6 +73,8 @@ def get_runtime(name: str, **options: Any) -> Runtime:
         return OrtRuntime(provider="CUDAExecutionProvider", **options)
     if name == "tvm":
         return TvmRuntime(**options)
+    if name == "tvm-naive":
+        return TvmRuntime(schedules="naive", **options)
     raise ValueError(f"no runtime {name!r}: the runtimes are {', '.join(RUNTIME_NAMES)}")
 
 

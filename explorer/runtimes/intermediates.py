@@ -33,6 +33,7 @@ from explorer.onnx_adapter.model_files import stage_variant, worker_source
 from explorer.onnx_adapter.weights import external_tensors
 from explorer.runtimes.compare import agreement
 from explorer.runtimes.ort import run_onnxruntime
+from explorer.runtimes.tvm_runtime import TvmRuntime
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -233,5 +234,5 @@ def compare_intermediates(
             )
         )
     return IntermediateComparison(
-        "ONNX Runtime CPU (disable)", "TVM llvm untuned", tuple(rows), tuple(skipped)
+        "ONNX Runtime CPU (disable)", TvmRuntime(schedules="naive").label, tuple(rows), tuple(skipped)
     )

@@ -316,15 +316,15 @@ def _tvm_kernels(
     shapes: Mapping[str, Sequence[int]] | None,
     records: Sequence[Mapping[str, Any]],
     runs: int,
-    tuned: bool = False,
+    passes: str | Sequence[str] = "zero",
 ) -> tuple[list[KernelTime], float | None]:
     """TVM calls per run, mapped to the call sites after FuseTIR (of the passes the build ran: a
-    tuned build decomposes batch norm first): the n-th kernel call of a run to the n-th call
-    site when there are as many, else the n-th call of a PrimFunc to its n-th call site."""
+    tuned or default-scheduled build decomposes batch norm first): the n-th kernel call of a run
+    to the n-th call site when there are as many, else the n-th call of a PrimFunc to its n-th
+    call site."""
     from explorer.lower.relax_pipeline import relax_pipeline
-    from explorer.lower.relax_tuning import PREPACKED_SUFFIX, TUNING_PASSES
+    from explorer.lower.relax_tuning import PREPACKED_SUFFIX
 
-    passes = list(TUNING_PASSES) if tuned else "zero"
     lowered = relax_pipeline(graph, shapes, passes)[-1].graph
     sites: dict[str, list[tuple[str, ...]]] = defaultdict(list)
     calls_at = sorted(
@@ -436,7 +436,7 @@ def profile(session: PreparedSession, feeds: Mapping[str, np.ndarray], runs: int
     count = max(1, int(out["runs"]))
     if session.runtime.name.startswith("tvm"):
         kernels, written = _tvm_kernels(
-            graph, session.input_shapes, out["records"], count, session.runtime.tuned
+            graph, session.input_shapes, out["records"], count, session.info.get("passes") or "zero"
         )
         launches = sum(1 for r in out["records"] if not r["name"].startswith("vm.")) / count
     else:

@@ -278,7 +278,8 @@ def prepare_tvm(
     """Import, compile (tuned, or not) and load into a Relax VM the model at ``path`` under ``key``.
 
     ``options``: ``target`` (default ``llvm``: this CPU); ``tune_trials`` and
-    ``tune_minutes`` (the budget; none: untuned), ``work_dir`` (the tuning database) and
+    ``tune_minutes`` (the budget; none: untuned), ``schedules`` (untuned: ``"default"``, a
+    default schedule per kernel, or ``"naive"``, the plain loops), ``work_dir`` (the tuning database) and
     ``tuning_key`` (model, shapes and target: what ``tuned.json`` records), see
     :func:`explorer.lower.relax_tuning.compile_tuned`.
 
@@ -326,7 +327,23 @@ def prepare_tvm(
             pretuned=bool(options.get("pretuned")),
             rpc=options if options.get("rpc_tracker") else None,
         )
-    else:
+    elif options.get("schedules", "default") == "default":  # untuned: a default schedule per kernel
+        import tempfile
+
+        from explorer.lower.relax_tuning import compile_tuned
+
+        with tempfile.TemporaryDirectory(prefix="explorer-untuned-") as empty:  # no records: defaults only
+            compiled = compile_tuned(
+                path,
+                input_shapes,
+                target,
+                trials=0,
+                minutes=None,
+                work_dir=empty,
+                key="untuned",
+                fast_math=False,  # untuned keeps the exact functions; only the schedules differ
+            )
+    else:  # the plain loops of TVM's default pipeline
         compiled = compile_relax(path, input_shapes, target)
     if not compiled["ok"]:
         return compiled
@@ -373,6 +390,10 @@ COMPILE_INFO = (
     "out_of_time",
     "tasks",
     "tasks_with_records",
+    "task_schedules",
+    "task_gflop",
+    "passes",
+    "defaults_failed",
     "errors",
     "plan",
     "shipped",

@@ -7,12 +7,18 @@ compiles it with ``tvm.compile`` and loads it into a ``relax.VirtualMachine`` ke
 worker. A model the importer cannot take raises :class:`~explorer.lower.RelaxImportFailed`
 with the failing nodes and the fix.
 
+Untuned does not mean plain loops: every kernel without a tuning record gets a default
+schedule (MetaSchedule's rules applied once, unmeasured: tiled, parallel, vectorised;
+:mod:`explorer.lower.default_schedules`). ``schedules="naive"`` keeps the plain loop nests
+TVM's default CPU pipeline writes (one core, no vector instructions), the baseline that
+shows what scheduling is for.
+
 Examples
 --------
 >>> TvmRuntime().name, TvmRuntime().label, TvmRuntime(tune_trials=64).label
-('tvm', 'TVM llvm untuned', 'TVM llvm tuned (64 trials)')
->>> TvmRuntime(pretuned=True).label
-'TVM llvm pre-tuned'
+('tvm', 'TVM llvm untuned (default schedules)', 'TVM llvm tuned (64 trials)')
+>>> TvmRuntime(pretuned=True).label, TvmRuntime(schedules="naive").label
+('TVM llvm pre-tuned', 'TVM llvm untuned (plain loops)')
 """
 
 from __future__ import annotations
@@ -33,7 +39,10 @@ from explorer.runtimes.sessions import prepare_tvm
 if TYPE_CHECKING:
     from explorer.core.graph import ModelGraph
 
-__all__ = ["TvmRuntime"]
+__all__ = ["TvmRuntime", "SCHEDULES"]
+
+SCHEDULES = ("default", "naive")
+"""What an untuned TVM kernel can be: a default schedule, or the plain loops."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +70,10 @@ class TvmRuntime:
         Add the tuning records shipped for this CPU to the database first
         (:func:`explorer.lower.tvm_records.seed_database`): with no budget they are applied
         without tuning; with one, tuning starts from them.
+    schedules : {"default", "naive"}
+        What an untuned kernel is: ``"default"``, a default schedule
+        (:mod:`explorer.lower.default_schedules`), also for the kernels tuning left without a
+        record; ``"naive"``, the plain loops of TVM's default pipeline (untuned only).
 
     Examples
     --------
@@ -76,23 +89,31 @@ class TvmRuntime:
     rpc_key: str | None = None
     rpc_timeout: float = 120.0
     pretuned: bool = False
+    schedules: str = "default"
 
     def __post_init__(self) -> None:
         if bool(self.rpc_tracker) != bool(self.rpc_key):
             raise ValueError("rpc_tracker and rpc_key go together: HOST:PORT and the servers' key")
+        if self.schedules not in SCHEDULES:
+            raise ValueError(f"schedules must be one of {', '.join(SCHEDULES)}, not {self.schedules!r}")
+        if self.schedules == "naive" and self.tuned:
+            raise ValueError("schedules='naive' is the untuned baseline: it takes no tuning or records")
 
     @property
     def name(self) -> str:
-        """``tvm``, or ``tvm-<target>`` for other targets."""
-        return "tvm" if self.target == "llvm" else f"tvm-{self.target}"
+        """``tvm``, ``tvm-naive`` for the plain loops, or ``tvm-<target>`` for other targets."""
+        base = "tvm" if self.target == "llvm" else f"tvm-{self.target}"
+        return f"{base}-naive" if self.schedules == "naive" else base
 
     @property
     def label(self) -> str:
-        """``TVM llvm untuned``, ``TVM llvm tuned (64 trials)``, ``TVM llvm tuned (10 min)``,
-        ``TVM llvm pre-tuned``, ``TVM llvm pre-tuned + tuned (10 min)``."""
+        """``TVM llvm untuned (default schedules)``, ``TVM llvm untuned (plain loops)``, ``TVM llvm
+        tuned (64 trials)``, ``TVM llvm tuned (10 min)``, ``TVM llvm pre-tuned``, ``TVM llvm
+        pre-tuned + tuned (10 min)``."""
         where = f" on {self.rpc_key}@{self.rpc_tracker}" if self.rpc_tracker else ""
         if not self.tuned:
-            return f"TVM {self.target} untuned{where}"
+            kernels = "plain loops" if self.schedules == "naive" else "default schedules"
+            return f"TVM {self.target} untuned ({kernels}){where}"
         budget = [f"{self.tune_trials} trials"] if self.tune_trials else []
         budget += [f"{self.tune_minutes:g} min"] if self.tune_minutes else []
         if not budget:
@@ -119,6 +140,8 @@ class TvmRuntime:
         }
         if self.pretuned:
             options["pretuned"] = True
+        if self.schedules != "default":
+            options["schedules"] = self.schedules
         if self.rpc_tracker:
             options.update(rpc_tracker=self.rpc_tracker, rpc_key=self.rpc_key, rpc_timeout=self.rpc_timeout)
         return options

@@ -104,7 +104,8 @@ def test_a_model_is_benchmarked_on_a_server_from_the_tracker(tracker: tuple[str,
     remote = TvmRuntime(rpc_tracker=address, rpc_key=KEY)
     report = bench(graph, ["tvm", remote], warmup=1, min_runs=5, min_seconds=0.0)
     local, there = report.results
-    assert there.label == f"TVM llvm untuned on {KEY}@{address}" and there.info["rpc"] == f"{KEY}@{address}"
+    assert there.label == f"TVM llvm untuned (default schedules) on {KEY}@{address}"
+    assert there.info["rpc"] == f"{KEY}@{address}"
     assert there.agrees and there.max_abs_err < 1e-5 and there.runs >= 5 and there.median_ms > 0
     feeds = random_feeds(graph.model)
     want = TvmRuntime().prepare(graph).run(feeds)[0]
