@@ -3,7 +3,10 @@
 For each model, in one process and on the same inputs:
 
 - ``ort``: ONNX Runtime CPU at its default level (``all``), the baseline of every ratio;
-- ``tvm``: TVM Relax compiled for this CPU with the default pipeline, untuned;
+- ``tvm plain loops``: TVM Relax compiled for this CPU with the default pipeline, no schedule
+  (``TvmRuntime(schedules="naive")``: every kernel the loop nest LegalizeOps wrote);
+- ``tvm default schedules``: untuned, each kernel one unmeasured schedule from MetaSchedule's
+  rules (``TvmRuntime()``: :mod:`explorer.lower.default_schedules`);
 - ``tvm tuned``: the same, tuned with MetaSchedule for ``--tune-minutes`` (skipped at 0) into
   the database under ``--tuning-root`` (by default a new, empty one, so the figure is what
   that budget alone finds; give the same root again to apply it without tuning);
@@ -17,8 +20,11 @@ Runtime, the spread of its medians across repeats ((max - min) / median: the iss
 is under 5% on an idle machine). The transformer goes through the import's fix first
 (fixed shapes and onnxsim), for both runtimes.
 
+``--tasks`` prints every TVM build's tasks: where each schedule came from (a record, a default
+schedule, plain loops), its share of the time and the GFLOP/s it reached.
+
 Run: ``.venv/bin/python benchmarks/runtime_benchmark.py [--models resnet18,mobilenetv2,transformer]
-[--tune-minutes 10] [--tuning-root DIR] [--repeat 3] [--profile]``.
+[--tune-minutes 10] [--tuning-root DIR] [--repeat 3] [--profile] [--tasks] [--no-naive]``.
 """
 
 from __future__ import annotations
@@ -89,6 +95,23 @@ def _explain(graph: object, runtimes: list, rows: list[dict]) -> None:
             )
 
 
+def _tasks(graph: object, runtimes: list) -> None:
+    """Per TVM build: the share of the time per schedule source, then the slowest tasks."""
+    from explorer.runtimes import random_feeds
+    from explorer.runtimes.task_coverage import SCHEDULE_WORDS, task_coverage
+
+    feeds = random_feeds(graph.model, concrete_input_shapes(graph.model))
+    for runtime in runtimes:
+        session = runtime.prepare(graph)
+        coverage = task_coverage(session, profile(session, feeds, runs=5))
+        shares = ", ".join(f"{SCHEDULE_WORDS[k]} {v:.0%}" for k, v in coverage.share_by_schedule().items())
+        print(f"{runtime.label}: {len(coverage.tasks)} tasks; time in {shares}")
+        for t in coverage.tasks[:8]:
+            rate = "" if t.gflops is None else f"{t.gflops:7.1f} GFLOP/s"
+            words = SCHEDULE_WORDS[t.schedule]
+            print(f"    {t.task[:52]:<52} {words:<26} {t.ms:8.3f} ms {t.share:5.0%} {rate}")
+
+
 _last_shown = [0.0]
 
 
@@ -111,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-seconds", type=float, default=2.0)
     parser.add_argument("--max-seconds", type=float, default=30.0)
     parser.add_argument("--profile", action="store_true", help="also print the slowest TVM kernels")
+    parser.add_argument("--tasks", action="store_true", help="print each TVM build's tasks and schedules")
+    parser.add_argument("--no-naive", action="store_true", help="leave out TVM's plain loops")
     parser.add_argument("--json", help="write the figures here")
     args = parser.parse_args(argv)
     machine = platform.processor() or platform.machine()
@@ -120,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     pretuned = not args.no_pretuned and shipped_records() is not None
     for name in args.models.split(","):
         graph = model_graph(name)
-        runtimes = [OrtRuntime(), TvmRuntime()]
+        runtimes = [OrtRuntime(), *([] if args.no_naive else [TvmRuntime(schedules="naive")]), TvmRuntime()]
         if args.tune_minutes > 0:
             runtimes.append(TvmRuntime(tune_minutes=args.tune_minutes, tuning_root=tuning_root))
         if pretuned:  # an empty database each time: the shipped records alone
@@ -170,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
             )
         if args.profile:
             _explain(graph, runtimes, rows[-len(medians) :])
+        if args.tasks:
+            _tasks(graph, [r for r in runtimes if isinstance(r, TvmRuntime)])
     if args.json:
         with open(args.json, "w", encoding="utf-8") as out:
             json.dump(rows, out, indent=1)

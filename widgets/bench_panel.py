@@ -36,7 +36,13 @@ from explorer.runtimes.cost_model import node_costs
 from explorer.runtimes.ort import ORT_LEVELS
 from explorer.runtimes.profile import Profile, profile
 from explorer.runtimes.roofline import Roofline, roofline
-from explorer.views.runtime_figures import kernel_time_figure, latency_figure, roofline_figure
+from explorer.runtimes.task_coverage import TaskCoverage, task_coverage
+from explorer.views.runtime_figures import (
+    kernel_time_figure,
+    latency_figure,
+    roofline_figure,
+    task_coverage_table,
+)
 from explorer.views.tables import html_table
 
 from .graph_view import GraphView
@@ -88,11 +94,12 @@ class BenchPanel(w.VBox):
         self.limits = {"min_runs": min_runs, "min_seconds": min_seconds, "max_seconds": max_seconds}
         self.report: BenchReport | None = None
         self.profiles: dict[str, Profile] = {}
+        self.task_coverage: dict[str, TaskCoverage] = {}
         self.runtimes = w.SelectMultiple(
-            options=[("ONNX Runtime", "ort"), ("TVM", "tvm")],
+            options=[("ONNX Runtime", "ort"), ("TVM", "tvm"), ("TVM plain loops", "tvm-naive")],
             value=("ort", "tvm"),
             description="runtimes",
-            rows=2,
+            rows=3,
         )
         self.ort_level = w.Dropdown(options=list(ORT_LEVELS), value="all", description="ORT level")
         self.ort_threads = w.BoundedIntText(value=0, min=0, max=256, description="ORT threads")
@@ -110,6 +117,7 @@ class BenchPanel(w.VBox):
         self.table = w.HTML(_dom_classes=("oge-bench-table",))  # the shared bundle, as the graph views)
         self.time_menu = w.Dropdown(options=[], description="colour by time")
         self.kernels = GraphFigureWidget()
+        self.tasks = w.HTML()  # a TVM build's tasks: record or default schedule, share, GFLOP/s
         self.roofline = GraphFigureWidget()
         self.rooflines: list[Roofline] = []
         self.results = w.VBox([], _dom_classes=("oge-bench-results",))
@@ -140,6 +148,7 @@ class BenchPanel(w.VBox):
             self.table,
             self.time_menu,
             self.kernels,
+            self.tasks,
             self.roofline,
         ]
 
@@ -149,7 +158,7 @@ class BenchPanel(w.VBox):
         Examples
         --------
         >>> [r.label for r in BenchPanel("zoo:mlp").chosen()]
-        ['ONNX Runtime CPU (all)', 'TVM llvm untuned']
+        ['ONNX Runtime CPU (all)', 'TVM llvm untuned (default schedules)']
         """
         runtimes: list[Any] = []
         if "ort" in self.runtimes.value:
@@ -166,6 +175,8 @@ class BenchPanel(w.VBox):
             runtimes.append(
                 TvmRuntime(tune_trials=int(self.tune_trials.value), pretuned=self.pretuned.value, **remote)
             )
+        if "tvm-naive" in self.runtimes.value:  # the untuned baseline: TVM's plain loops, no tuning
+            runtimes.append(TvmRuntime(schedules="naive"))
         return runtimes
 
     def _progress(self, label: str, event: Any) -> None:
@@ -199,10 +210,13 @@ class BenchPanel(w.VBox):
             self.status.value = "profiling: where the time goes"
             feeds = random_feeds(self.graph.model, concrete_input_shapes(self.graph.model, self.input_shapes))
             self.profiles = {}
+            self.task_coverage = {}
             for runtime in self.chosen():
                 if runtime.available():
                     session = runtime.prepare(self.graph, self.input_shapes)
-                    self.profiles[runtime.label] = profile(session, feeds, runs=3)
+                    timed = self.profiles[runtime.label] = profile(session, feeds, runs=3)
+                    if isinstance(runtime, TvmRuntime):  # which kernels have a record, and how fast
+                        self.task_coverage[runtime.label] = task_coverage(session, timed)
             for label, prof in self.profiles.items():
                 self.view.set_overlay(f"time: {label}", prof.node_ms)
             costs = node_costs(self.graph, self.input_shapes)
@@ -242,6 +256,8 @@ class BenchPanel(w.VBox):
         from .figure_widget import GraphFigureWidget
 
         self.kernels = GraphFigureWidget(kernel_time_figure(self.profiles[label]))
+        coverage = self.task_coverage.get(label)
+        self.tasks.value = task_coverage_table(coverage) if coverage is not None else ""
         self._layout_results()
         name = f"time: {label}"
         if self.view.color_menu.value != name:

@@ -14,17 +14,22 @@ Examples
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import plotly.graph_objects as go
 
+from explorer.runtimes.task_coverage import SCHEDULE_WORDS
+from explorer.views.tables import html_table
+
 if TYPE_CHECKING:
     from explorer.runtimes.bench import BenchReport
     from explorer.runtimes.profile import Profile
     from explorer.runtimes.roofline import Roofline
+    from explorer.runtimes.task_coverage import TaskCoverage
 
-__all__ = ["latency_figure", "kernel_time_figure", "roofline_figure", "RUNTIME_COLORS"]
+__all__ = ["latency_figure", "kernel_time_figure", "roofline_figure", "task_coverage_table", "RUNTIME_COLORS"]
 
 RUNTIME_COLORS = ("#33558a", "#c0561b", "#1f6f5f", "#8e2f25", "#6d3f8f")
 """One colour per runtime, in the order of the report."""
@@ -165,3 +170,40 @@ def roofline_figure(rooflines: Sequence[Roofline]) -> go.Figure:
         legend={"orientation": "h", "y": -0.2},
     )
     return fig
+
+
+def task_coverage_table(coverage: TaskCoverage, top: int = 20) -> str:
+    """A TVM build's tasks as an HTML table: where each schedule came from, time, share, GFLOP/s.
+
+    The line above the table gives the share of the time per schedule source, so a learner sees
+    at once how much of the model still runs untuned kernels.
+
+    Examples
+    --------
+    >>> from explorer.runtimes.task_coverage import TaskCoverage, TaskTime
+    >>> html = task_coverage_table(TaskCoverage("TVM", (TaskTime("conv", "naive", 1, 9.0, 0.9, 0.018, 2.0),
+    ...                                                  TaskTime("relu", "record", 1, 1.0, 0.1, 0.0, None))))
+    >>> "90% plain loops" in html, "2.0" in html
+    (True, True)
+    """
+    shares = coverage.share_by_schedule()
+    words: dict[str, float] = {}
+    for source, share in shares.items():
+        words[SCHEDULE_WORDS.get(source, source)] = words.get(SCHEDULE_WORDS.get(source, source), 0.0) + share
+    summary = ", ".join(f"{share:.0%} {word}" for word, share in sorted(words.items(), key=lambda kv: -kv[1]))
+    rows = [
+        (
+            html.escape(t.task),
+            SCHEDULE_WORDS.get(t.schedule, t.schedule),
+            t.calls,
+            f"{t.ms:.3f}",
+            f"{t.share:.0%}",
+            "" if t.gflops is None else f"{t.gflops:.1f}",
+        )
+        for t in coverage.tasks[:top]
+    ]
+    more = len(coverage.tasks) - top
+    note = f"<br>(and {more} more tasks)" if more > 0 else ""
+    columns = ["task", "schedule", "calls", "ms", "share", "GFLOP/s"]
+    heading = f"<b>{html.escape(coverage.label)}</b>: time in kernels with {html.escape(summary)}"
+    return f"{heading}{html_table(rows, columns, attrs={'class': 'oge-tasks'})}{note}"

@@ -10,7 +10,8 @@ from widgets import BenchPanel
 def test_the_controls_describe_the_runtimes_and_a_run_fills_the_panel() -> None:
     panel = BenchPanel("zoo:mlp", min_runs=3, min_seconds=0.0)
     panel.ort_level.value, panel.ort_threads.value = "basic", 1
-    assert [r.label for r in panel.chosen()] == ["ONNX Runtime CPU (basic, 1 thread)", "TVM llvm untuned"]
+    labels = ["ONNX Runtime CPU (basic, 1 thread)", "TVM llvm untuned (default schedules)"]
+    assert [r.label for r in panel.chosen()] == labels
     panel.runtimes.value = ("ort",)
     report = panel.run()
     assert [r.runtime for r in report.results] == ["ort"] and panel.progress.value == 1.0
@@ -35,3 +36,21 @@ def test_the_tvm_controls_choose_shipped_records_and_a_remote_server() -> None:
     with pytest.raises(ValueError, match="rpc_tracker and rpc_key go together"):
         panel.run()
     assert "rpc_tracker and rpc_key go together" in panel.status.value and not panel.run_button.disabled
+
+
+def test_a_tvm_run_shows_each_task_with_its_schedule_share_and_gflops() -> None:
+    panel = BenchPanel("zoo:mlp", input_shapes={"input": [1, 1, 28, 28]}, min_runs=3, min_seconds=0.0)
+    panel.runtimes.value = ("tvm", "tvm-naive")
+    assert [r.label for r in panel.chosen()] == [
+        "TVM llvm untuned (default schedules)",
+        "TVM llvm untuned (plain loops)",
+    ]
+    panel.run()
+    default, naive = (panel.task_coverage[r.label] for r in panel.chosen())
+    assert {t.schedule for t in default.tasks} == {"heuristic"}
+    assert {t.schedule for t in naive.tasks} == {"naive"}
+    gemms = [t for t in default.tasks if "matmul" in t.task]
+    assert gemms and all(t.gflops and t.gflops > 0 for t in gemms)  # arithmetic kernels: GFLOP/s known
+    assert "<th>GFLOP/s</th>" in panel.tasks.value and "default schedule" in panel.tasks.value
+    panel.time_menu.value = naive.label
+    assert "100% plain loops" in panel.tasks.value
