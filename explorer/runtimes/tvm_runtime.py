@@ -131,8 +131,8 @@ class TvmRuntime:
         return self.target == "llvm" and importlib.util.find_spec("tvm") is not None
 
     def options(self) -> dict[str, Any]:
-        """``{"target", "tune_trials", "tune_minutes"}``, ``pretuned`` when set, and ``rpc_tracker`` /
-        ``rpc_key`` when remote."""
+        """``{"target", "tune_trials", "tune_minutes"}``, ``pretuned``, ``schedules`` and
+        ``tuning_root`` when set, and ``rpc_tracker`` / ``rpc_key`` when remote."""
         options: dict[str, Any] = {
             "target": self.target,
             "tune_trials": self.tune_trials,
@@ -142,6 +142,8 @@ class TvmRuntime:
             options["pretuned"] = True
         if self.schedules != "default":
             options["schedules"] = self.schedules
+        if self.tuned and self.tuning_root:  # another database, another build (and session key)
+            options["tuning_root"] = self.tuning_root
         if self.rpc_tracker:
             options.update(rpc_tracker=self.rpc_tracker, rpc_key=self.rpc_key, rpc_timeout=self.rpc_timeout)
         return options
