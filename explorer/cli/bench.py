@@ -209,4 +209,11 @@ def run(args: argparse.Namespace) -> int:
         )
     for name, why in report.skipped:
         print(f"{name}: skipped ({why})")
+    for r in report.results:  # tuned on RPC servers: who measured what, and what a dead server cost
+        servers = r.info.get("rpc_servers") or {}
+        if servers:
+            counts = ", ".join(f"{s} measured {c['measured']}, lost {c['lost']}" for s, c in servers.items())
+            print(f"{r.label}: tuning candidates {counts}")
+        for note in r.info.get("rpc_notes") or ():
+            print(f"{r.label}: {note}")
     return 0

@@ -34,6 +34,7 @@ from explorer.lower.relax_exprs import tensor_dims, tensor_dtype
 from explorer.lower.relax_frontend import import_origins, run_importer
 from explorer.lower.relax_passes import ZERO_PIPELINE, relax_pass
 from explorer.lower.relax_target import cpu_target
+from explorer.lower.rpc_measure import ServerLog, server_runner
 from explorer.lower.tuning_log import record_trials, tuned_trials
 from explorer.lower.tvm_records import seed_database
 from explorer.lower.vm_instrument import time_per_symbol, vm_call_times
@@ -138,10 +139,19 @@ def build_candidate(mod: Any, target: Any, _params: Any = None) -> Any:
     return tvm_build(mod, target=target)
 
 
-def _progress_callback(total: int, minutes: float | None, ends: float | None, names: Sequence[str]) -> Any:
+def _progress_callback(
+    total: int,
+    minutes: float | None,
+    ends: float | None,
+    names: Sequence[str],
+    servers: ServerLog | None = None,
+    stop: threading.Event | None = None,
+) -> Any:
     """A MetaSchedule measure callback: progress to the parent (trials, or time when the minutes
-    end first; the best time per task). The minute budget (``ends``, epoch seconds) is kept by
-    the search strategy (:func:`_deadline_search`)."""
+    end first; the best time per task; with RPC, which server measured how many). The minute
+    budget (``ends``, epoch seconds) is kept by the search strategy (:func:`_deadline_search`);
+    with RPC, a server gone costs its candidates (a note, not an error), and ``stop`` is set
+    when none is left."""
     from tvm.ir.utils import derived_object
     from tvm.s_tir.meta_schedule.measure_callback import PyMeasureCallback
 
@@ -155,11 +165,18 @@ def _progress_callback(total: int, minutes: float | None, ends: float | None, na
             self.best: dict[int, float] = {}
             self.out_of_time = False
             self.errors: list[str] = []
+            self.servers = servers  # with RPC: who measured what, and the notes
 
         def apply(self, task_scheduler: Any, task_id: int, candidates: Any, builds: Any, runs: Any) -> None:
             self.out_of_time = ends is not None and time.time() > ends
             self.trials += len(candidates)
-            errors = [b.error_msg for b in builds if b.error_msg] + [r.error_msg for r in runs if r.error_msg]
+            run_errors = [r.error_msg for r in runs if r.error_msg]
+            if servers is not None:
+                if not servers.check() and stop is not None:  # no server left: tuning ends here
+                    stop.set()
+                gone = servers.gone()  # their candidates are a note (ServerLog.notes), not an error
+                run_errors = [e for e in run_errors if not any(f" on {g}:" in e for g in gone)]
+            errors = [b.error_msg for b in builds if b.error_msg] + run_errors
             if errors and not self.out_of_time:
                 self.errors.append(errors[0])
             for result in runs:
@@ -172,12 +189,13 @@ def _progress_callback(total: int, minutes: float | None, ends: float | None, na
             if ends is not None:
                 done = max(done, (time.time() - started) / max(ends - started, 1e-9))
             name = names[task_id] if task_id < len(names) else str(task_id)
+            where = f"; {servers.measured_line()}" if servers is not None and servers.measured_line() else ""
             if self.out_of_time:
                 worker.report(1.0, f"tuning budget of {minutes:g} min spent: {self.trials} trials")
             else:
                 worker.report(
                     min(1.0, done),
-                    f"{name} ({task_id + 1}/{len(names)}): {self.trials} trials{shown}",
+                    f"{name} ({task_id + 1}/{len(names)}): {self.trials} trials{shown}{where}",
                 )
 
     return Progress()
@@ -338,23 +356,26 @@ def _task_gflop(task: Any) -> float:
         return 0.0
 
 
-def _runner(rpc: Mapping[str, Any] | None) -> Any:
-    """MetaSchedule's local runner, or its RPC runner on the servers a tracker hands out."""
+def _runner(rpc: Mapping[str, Any] | None, servers: ServerLog | None = None) -> Any:
+    """MetaSchedule's local runner, or a runner measuring on the servers a tracker hands out
+    (:func:`explorer.lower.rpc_measure.server_runner`: one candidate in flight per server, a
+    time limit on each, every candidate counted in ``servers``)."""
     from tvm.s_tir import meta_schedule as ms
 
-    if not rpc or not rpc.get("rpc_tracker"):
+    if not rpc or not rpc.get("rpc_tracker") or servers is None:
         return ms.runner.LocalRunner(timeout_sec=BUILD_TIMEOUT_S)
     host, _, port = str(rpc["rpc_tracker"]).rpartition(":")
+    wait = float(rpc.get("rpc_timeout") or BUILD_TIMEOUT_S)
     config = ms.runner.RPCConfig(
         tracker_host=host,
         tracker_port=int(port),
         tracker_key=str(rpc["rpc_key"]),
-        session_timeout_sec=int(max(BUILD_TIMEOUT_S, float(rpc.get("rpc_timeout") or 0))),
+        session_timeout_sec=int(max(BUILD_TIMEOUT_S, wait)),
     )
-    return ms.runner.RPCRunner(rpc_config=config)
+    return server_runner(config, servers, wait, int(rpc.get("rpc_servers") or 1))
 
 
-def _deadline_search(ends: float | None) -> Any:
+def _deadline_search(ends: float | None, stop: threading.Event | None = None) -> Any:
     """MetaSchedule's evolutionary search (:data:`POPULATION`), which proposes nothing once the
     minute budget is spent (``ends``, epoch seconds): the task scheduler then ends each task as
     it comes up, with no search or build, and the batch in flight is the most it overshoots.
@@ -380,6 +401,8 @@ def _deadline_search(ends: float | None) -> Any:
             self.inner.post_tuning()
 
         def generate_measure_candidates(self) -> Any:
+            if stop is not None and stop.is_set():  # no server left to measure on
+                return None
             if ends is not None and time.time() > ends and proposed.is_set():
                 return None
             candidates = self.inner.generate_measure_candidates()
@@ -412,17 +435,20 @@ def _tune(
     from tvm.s_tir.meta_schedule.measure_callback import MeasureCallback
 
     chosen = {p.name: p for p in plans if p.tuned}
+    remote = bool(rpc and rpc.get("rpc_tracker"))
+    servers = ServerLog(str(rpc["rpc_tracker"]), str(rpc["rpc_key"])) if rpc and remote else None
+    stop = threading.Event()
     contexts, weights = [], []
     for seed, task in enumerate(t for t in tasks if t.task_name in chosen):
         made, _ = ms.relax_integration.extracted_tasks_to_tune_contexts(
             [task],
             str(folder),
-            strategy=_deadline_search(ends),
+            strategy=_deadline_search(ends, stop),
             seed=seed,
         )
         contexts += made
         weights.append(chosen[task.task_name].gain_ms)
-    callback = _progress_callback(trials, minutes, ends, [c.task_name for c in contexts])
+    callback = _progress_callback(trials, minutes, ends, [c.task_name for c in contexts], servers, stop)
     ms.tune_tasks(
         tasks=contexts,
         task_weights=weights,
@@ -432,7 +458,7 @@ def _tune(
         measure_callbacks=[*MeasureCallback.create("default"), callback],
         # 30 s (the default) is too little for a build on 2 busy cores
         builder=ms.builder.LocalBuilder(timeout_sec=BUILD_TIMEOUT_S, f_build=build_candidate),
-        runner=_runner(rpc),
+        runner=_runner(rpc, servers),
     )
     return callback
 
@@ -481,13 +507,16 @@ def compile_tuned(
     dict
         ``{"ok": True, "executable", "compile_s", "tune_s", "trials", "trials_run", "tuned_before",
         "out_of_time", "tasks", "tasks_with_records", "task_schedules", "task_gflop", "passes",
-        "defaults_failed", "plan", "shipped", "tvm", "target"}``, or the import's failure.
+        "defaults_failed", "rpc_servers", "rpc_notes", "plan", "shipped", "tvm", "target"}``, or
+        the import's failure.
         ``task_schedules`` says, per task, where its schedule came from: ``"record"`` (the
         tuning database), else a default schedule (:mod:`explorer.lower.default_schedules`:
         ``"heuristic"`` or ``"sampled"``), or ``"naive"`` (the plain loops, where no default
         could be made); ``task_gflop`` is each task's GFLOP per call (TVM's estimate);
         ``passes`` the Relax passes the build ran before FuseTIR; ``defaults_failed`` is None,
-        or why the build with default schedules failed and was made again without them.
+        or why the build with default schedules failed and was made again without them. With
+        ``rpc``: ``rpc_servers`` (server -> candidates measured, lost, and whether it died) and
+        ``rpc_notes`` (a dead server's cost, in words).
 
     Examples
     --------
@@ -522,6 +551,8 @@ def compile_tuned(
     defaults = default_database(tasks, built_for)  # every task's schedule where no record is found
     before = tuned_trials(folder, key)
     tune_s, out_of_time, errors, plans, run = 0.0, False, [], [], 0
+    rpc_servers: dict[str, Any] | None = None
+    rpc_notes: list[str] = []
     if trials > 0 and before < trials:
         started, ends = time.perf_counter(), (time.time() + minutes * 60 if minutes else None)
         worker.report(0.0, f"timing the {len(tasks)} tasks' default schedules: trials go where they gain")
@@ -531,6 +562,8 @@ def compile_tuned(
         callback = _tune(tasks, plans, folder, trials, minutes, ends, rpc)
         out_of_time = ends is not None and time.time() > ends  # the budget, not the trials, ended it
         errors, run = list(callback.errors[:3]), callback.trials
+        if callback.servers is not None:
+            rpc_servers, rpc_notes = callback.servers.servers(), list(callback.servers.notes)
         tune_s = time.perf_counter() - started
         record_trials(folder, key, trials)
     started = time.perf_counter()
@@ -573,6 +606,8 @@ def compile_tuned(
         "task_gflop": {t.task_name: _task_gflop(t) for t in tasks},
         "passes": tuning_passes(fast_math),
         "defaults_failed": defaults_failed,
+        "rpc_servers": rpc_servers,
+        "rpc_notes": rpc_notes,
         "plan": [p.to_dict() for p in plans],
         "shipped": shipped,
         "tvm": tvm.__version__,

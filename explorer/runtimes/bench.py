@@ -49,12 +49,16 @@ __all__ = [
     "latency_stats",
     "get_runtime",
     "RUNTIME_NAMES",
+    "TVM_BUILD_KEYS",
     "QUANTIZERS",
     "rounding_floor",
 ]
 
 RUNTIME_NAMES = ("ort", "ort-cuda", "tvm", "tvm-naive")
 """Runtime names :func:`get_runtime` (and ``onnx-explorer bench --runtime``) takes."""
+
+TVM_BUILD_KEYS = ("tasks", "tasks_with_records", "task_schedules", "rpc_servers", "rpc_notes")
+"""What a TVM result's JSON carries of its build: tasks, records, schedule sources, RPC servers."""
 
 
 def get_runtime(name: str, **options: Any) -> Runtime:
@@ -151,7 +155,8 @@ class BenchResult:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: the CLI's keys (``runtime``, ``tuned``, ``median_ms``, ``p90_ms``, ``runs``,
-        ``prepare_s``, ``max_abs_err``) and the rest; not the run times.
+        ``prepare_s``, ``max_abs_err``) and the rest; not the run times. A TVM build adds what
+        :data:`TVM_BUILD_KEYS` it has (each task's schedule source; on RPC, the servers).
 
         Examples
         --------
@@ -160,6 +165,7 @@ class BenchResult:
         >>> sorted(r.to_dict())[:4]
         ['agrees', 'iqr_ms', 'label', 'max_abs_err']
         """
+        found = {key: self.info[key] for key in TVM_BUILD_KEYS if self.info.get(key) is not None}
         return {
             "runtime": self.runtime,
             "label": self.label,
@@ -176,6 +182,7 @@ class BenchResult:
             "max_abs_err": float(self.max_abs_err),
             "max_rel_err": float(self.max_rel_err),
             "agrees": self.agrees,
+            **found,
         }
 
     def to_frame(self) -> pd.DataFrame:

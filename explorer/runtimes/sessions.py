@@ -316,6 +316,10 @@ def prepare_tvm(
     if trials > 0 or minutes or options.get("pretuned"):
         from explorer.lower.relax_tuning import compile_tuned
 
+        rpc = None
+        if options.get("rpc_tracker"):  # before tuning: no tracker or no server is a clear error now
+            _, servers = tracker_servers(str(options["rpc_tracker"]), str(options["rpc_key"]))
+            rpc = {**options, "rpc_servers": len(servers)}
         compiled = compile_tuned(
             path,
             input_shapes,
@@ -325,7 +329,7 @@ def prepare_tvm(
             work_dir=str(options["work_dir"]),
             key=str(options["tuning_key"]),
             pretuned=bool(options.get("pretuned")),
-            rpc=options if options.get("rpc_tracker") else None,
+            rpc=rpc,
         )
     elif options.get("schedules", "default") == "default":  # untuned: a default schedule per kernel
         import tempfile
@@ -394,6 +398,8 @@ COMPILE_INFO = (
     "task_gflop",
     "passes",
     "defaults_failed",
+    "rpc_servers",
+    "rpc_notes",
     "errors",
     "plan",
     "shipped",
@@ -424,8 +430,19 @@ def _within(seconds: float, fn: Callable[..., Any], *args: Any, **kwargs: Any) -
     return ("value" in box), box.get("value", box.get("error"))
 
 
-def _request_remote(tracker_address: str, key: str, timeout: float) -> Any:
-    """A session on a free server registered under ``key`` at the tracker, or a clear error."""
+def tracker_servers(tracker_address: str, key: str) -> tuple[Any, list[str]]:
+    """The tracker at ``HOST:PORT`` and the servers registered there under ``key`` (``host:port``
+    each), or a clear ``ConnectionError`` within seconds: no tracker answers, or no server has
+    that key (the keys there are listed, with the command that starts a server).
+
+    Examples
+    --------
+    >>> try:
+    ...     tracker_servers("127.0.0.1:1", "board")
+    ... except ConnectionError as err:
+    ...     print(str(err).split(":")[0])
+    no RPC tracker answers at 127.0.0.1
+    """
     import socket
 
     from tvm import rpc
@@ -446,6 +463,12 @@ def _request_remote(tracker_address: str, key: str, timeout: float) -> Any:
             f"(keys there: {', '.join(known) or 'none'}); start one with python -m tvm.exec.rpc_server "
             f"--tracker {tracker_address} --key {key}"
         )
+    return tracker, [":".join(str(part) for part in s.get("addr", ())) for s in servers]
+
+
+def _request_remote(tracker_address: str, key: str, timeout: float) -> Any:
+    """A session on a free server registered under ``key`` at the tracker, or a clear error."""
+    tracker, _ = tracker_servers(tracker_address, key)
     done, value = _within(timeout, tracker.request, key, priority=1, session_timeout=0, max_retry=3)
     if done:
         return value

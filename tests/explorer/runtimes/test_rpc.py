@@ -37,6 +37,17 @@ def _servers_registered(port: int) -> int:
     return sum(1 for s in summary.get("server_info", []) if s.get("key", "").endswith(KEY))
 
 
+def _server_address(proc: subprocess.Popen) -> str:
+    """``127.0.0.1:PORT`` of a server process, as the tracker lists it (its listening port)."""
+    import psutil
+
+    for found in [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]:
+        for conn in found.net_connections(kind="tcp"):
+            if conn.status == psutil.CONN_LISTEN:
+                return f"127.0.0.1:{conn.laddr.port}"
+    return ""
+
+
 def _kill(proc: subprocess.Popen) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL) if proc.pid else None
@@ -127,6 +138,65 @@ def test_tuning_measures_candidates_on_the_servers(tracker: tuple[str, list], tm
     deadline = time.monotonic() + 60
     while _servers_registered(port) < 2 and time.monotonic() < deadline:
         time.sleep(1)
+
+
+def test_a_server_dying_while_tuning_costs_its_candidates_only(
+    tracker: tuple[str, list], tmp_path: object
+) -> None:
+    """One of two servers is killed after the first batch: tuning goes on with the other, says
+    which server died and what it cost, and the tuned model still agrees with ONNX Runtime."""
+    address, procs = tracker
+    worker.shutdown()  # sessions kept warm hold servers: every server free for tuning
+    port = int(address.rsplit(":", 1)[1])
+    deadline = time.monotonic() + 60
+    while _servers_registered(port) < 2 and time.monotonic() < deadline:
+        time.sleep(1)
+    killed: list[str] = []
+
+    def progress(label: str, event: object) -> None:  # after the first batch: kill a server that measured
+        message = str(getattr(event, "message", "") or "")
+        if killed or "measured on " not in message:
+            return
+        measured = {part.split(" ×")[0] for part in message.split("measured on ", 1)[1].split(", ")}
+        for proc in procs[1:]:
+            if _server_address(proc) in measured:
+                killed.append(_server_address(proc))
+                _kill(proc)
+                return
+
+    graph = load("zoo:mlp")
+    remote = TvmRuntime(
+        tune_trials=24, tuning_root=str(tmp_path), rpc_tracker=address, rpc_key=KEY, rpc_timeout=30
+    )
+    started = time.monotonic()
+    session = remote.prepare(graph, progress=lambda event: progress("tvm", event))
+    info = session.info
+    assert killed, "no server was seen measuring"
+    assert info["rpc_servers"][killed[0]]["gone"] and info["rpc_servers"][killed[0]]["measured"] >= 1
+    alive = [s for s, counts in info["rpc_servers"].items() if not counts["gone"]]
+    assert alive and all(info["rpc_servers"][s]["measured"] >= 1 for s in alive)
+    assert any(killed[0] in note and "went on with 1 server" in note for note in info["rpc_notes"])
+    assert info["trials_run"] >= 24 and info["tasks_with_records"] >= 1 and not info["errors"]
+    feeds = random_feeds(graph.model)
+    np.testing.assert_allclose(session.run(feeds)[0], TvmRuntime().prepare(graph).run(feeds)[0], rtol=1e-4)
+    assert time.monotonic() - started < 300  # tuned, compiled, run: no hang on the dead server
+    worker.shutdown()
+
+
+def test_tuning_without_a_tracker_or_a_server_says_so_before_it_starts(
+    tracker: tuple[str, list], tmp_path: object
+) -> None:
+    address, _ = tracker
+    graph = load("zoo:mlp")
+    started = time.monotonic()
+    with pytest.raises(ConnectionError, match="no RPC server is registered under key 'nobody'"):
+        TvmRuntime(tune_trials=8, tuning_root=str(tmp_path), rpc_tracker=address, rpc_key="nobody").prepare(
+            graph
+        )
+    nobody = f"127.0.0.1:{_free_port()}"
+    with pytest.raises(ConnectionError, match="no RPC tracker answers"):
+        TvmRuntime(tune_trials=8, tuning_root=str(tmp_path), rpc_tracker=nobody, rpc_key=KEY).prepare(graph)
+    assert time.monotonic() - started < 60  # refused before the import, the plan and any candidate
 
 
 def test_no_server_under_a_key_and_a_dead_server_give_clear_errors(tracker: tuple[str, list]) -> None:
