@@ -56,6 +56,15 @@ class _Progress:
             print(f"  {self.name}: {getattr(event, 'message', event)}", flush=True)
 
 
+def _history(before: dict) -> list[str]:
+    """How the records a run tuned on from were made: the earlier runs' notes and commands."""
+    earlier = [*before.get("history", ()), *([before["note"]] if before.get("note") else [])]
+    if before.get("command"):
+        cpu = before.get("cpu", "?")
+        earlier.append(f"{before.get('minutes')} min in all until: {before['command']} ({cpu})")
+    return earlier
+
+
 def main(argv: list[str] | None = None) -> int:
     """Tune (unless ``--export-only``) and export the records."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -72,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--export-only needs --work-dir")
     root = args.work_dir or tempfile.mkdtemp(prefix="tvm-pretune-")
     out = Path(args.out) if args.out else RECORDS_ROOT / records_key()
+    command = "python benchmarks/pretune_zoo.py " + " ".join(argv if argv is not None else sys.argv[1:])
     models: dict[str, dict[str, object]] = {}
     if (out / MANIFEST).is_file():  # how the records there were made: this run adds to it
         models.update(json.loads((out / MANIFEST).read_text()).get("models", {}))
@@ -94,7 +104,11 @@ def main(argv: list[str] | None = None) -> int:
             "tasks_tuned": sum(1 for p in info.get("plan") or () if p["tuned"]),
             "tune_s": round(float(info.get("tune_s") or 0.0), 1),
             "threads": info.get("threads"),  # what the measurements ran on (TVM's pool in the worker)
+            "cpu": _cpu_name(),
+            "command": command,
         }
+        if continued and _history(before):
+            models[name]["history"] = _history(before)
         print(f"{name}: {models[name]} ({time.perf_counter() - started:.0f} s)", flush=True)
     key = records_key()
     import tvm
@@ -107,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         "target": built_for,
         "cpu": _cpu_name(),
         "created": f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d}",
-        "command": "python benchmarks/pretune_zoo.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "command": command,
         "models": models,
     }
     count = export_records(database, out, manifest)
