@@ -25,10 +25,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["ServerLog", "measure_candidate", "server_runner", "TRACKER_WAIT_S"]
-
-TRACKER_WAIT_S = 5.0
-"""Seconds a tracker has to answer a summary before it counts as gone."""
+__all__ = ["ServerLog", "measure_candidate", "server_runner"]
 
 
 class ServerLog:
@@ -96,29 +93,12 @@ class ServerLog:
 
     def registered(self) -> set[str] | None:
         """The servers registered under the key now (``host:port``), or None when the tracker is gone."""
-        import json
-        import socket
-        import struct
+        from explorer.lower.rpc_tracker import servers_under, tracker_summary
 
-        host, _, port = self.tracker.rpartition(":")
         try:
-            from tvm.rpc import base
-
-            with socket.create_connection((host, int(port)), timeout=TRACKER_WAIT_S) as sock:
-                sock.sendall(struct.pack("<i", base.RPC_TRACKER_MAGIC))
-                if struct.unpack("<i", base.recvall(sock, 4))[0] != base.RPC_TRACKER_MAGIC:
-                    return None
-                base.sendjson(sock, [base.TrackerCode.SUMMARY])
-                code, summary = base.recvjson(sock)
-        except (OSError, ValueError, json.JSONDecodeError):
+            return set(servers_under(tracker_summary(self.tracker), self.key))
+        except (ConnectionError, ValueError):
             return None
-        if code != base.TrackerCode.SUCCESS:
-            return None
-        return {
-            ":".join(str(part) for part in s.get("addr", ()))
-            for s in summary.get("server_info", [])
-            if str(s.get("key", "")).split(":")[-1] == self.key
-        }
 
     def check(self) -> bool:
         """After a batch: mark the servers that measured here and left the tracker as gone, note
@@ -153,32 +133,6 @@ class ServerLog:
             return set(self._gone)
 
 
-def _request_server(config: Any, wait_s: float) -> tuple[str, Any]:
-    """A session on a free server from the tracker, and that server's ``host:port``."""
-    import socket
-    import struct
-
-    from tvm import rpc
-    from tvm.rpc import base
-
-    with socket.create_connection((config.tracker_host, config.tracker_port), timeout=wait_s) as sock:
-        sock.sendall(struct.pack("<i", base.RPC_TRACKER_MAGIC))
-        if struct.unpack("<i", base.recvall(sock, 4))[0] != base.RPC_TRACKER_MAGIC:
-            raise ConnectionError(f"no RPC tracker at {config.tracker_host}:{config.tracker_port}")
-        base.sendjson(sock, [base.TrackerCode.REQUEST, config.tracker_key, "", config.session_priority])
-        try:
-            answer = base.recvjson(sock)
-        except TimeoutError:
-            raise ConnectionError(
-                f"no server under key {config.tracker_key!r} was free within {wait_s:.0f} s"
-            ) from None
-    if answer[0] != base.TrackerCode.SUCCESS:
-        raise ConnectionError(f"the tracker refused the request for key {config.tracker_key!r}: {answer}")
-    url, port, match_key = answer[1]
-    session = rpc.connect(url, port, match_key, session_timeout=config.session_timeout_sec)
-    return f"{url}:{port}", session
-
-
 def measure_candidate(
     config: Any, wait_s: float, evaluator: Any, artifact_path: str, device_type: str, args_info: Sequence[Any]
 ) -> tuple[str | None, list[float] | None, str | None]:
@@ -196,16 +150,24 @@ def measure_candidate(
     ...                              session_timeout_sec=10)
     >>> server, costs, error = measure_candidate(config, 2.0, None, "/no/such.so", "cpu", ())
     >>> server, costs, error.split(":")[0]  # no tracker there: an error in words, not an exception
-    (None, None, 'ConnectionRefusedError')
+    (None, None, 'ConnectionError')
     """
     import contextlib
     import os.path
 
     from tvm.s_tir.meta_schedule.runner import rpc_runner
 
+    from explorer.lower.rpc_tracker import request_server
+
     server, session, remote = None, None, None
     try:
-        server, session = _request_server(config, wait_s)
+        server, session = request_server(
+            f"{config.tracker_host}:{config.tracker_port}",
+            config.tracker_key,
+            wait_s,
+            priority=config.session_priority,
+            session_timeout=config.session_timeout_sec,
+        )
         device = session.device(device_type, 0)
         remote = os.path.basename(artifact_path)
         module = rpc_runner.default_upload_module(session, artifact_path, remote)

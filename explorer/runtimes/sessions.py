@@ -318,7 +318,9 @@ def prepare_tvm(
 
         rpc = None
         if options.get("rpc_tracker"):  # before tuning: no tracker or no server is a clear error now
-            _, servers = tracker_servers(str(options["rpc_tracker"]), str(options["rpc_key"]))
+            from explorer.lower.rpc_tracker import registered_servers
+
+            servers = registered_servers(str(options["rpc_tracker"]), str(options["rpc_key"]))
             rpc = {**options, "rpc_servers": len(servers)}
         compiled = compile_tuned(
             path,
@@ -430,52 +432,6 @@ def _within(seconds: float, fn: Callable[..., Any], *args: Any, **kwargs: Any) -
     return ("value" in box), box.get("value", box.get("error"))
 
 
-def tracker_servers(tracker_address: str, key: str) -> tuple[Any, list[str]]:
-    """The tracker at ``HOST:PORT`` and the servers registered there under ``key`` (``host:port``
-    each), or a clear ``ConnectionError`` within seconds: no tracker answers, or no server has
-    that key (the keys there are listed, with the command that starts a server).
-
-    Examples
-    --------
-    >>> try:
-    ...     tracker_servers("127.0.0.1:1", "board")
-    ... except ConnectionError as err:
-    ...     print(str(err).split(":")[0])
-    no RPC tracker answers at 127.0.0.1
-    """
-    import socket
-
-    from tvm import rpc
-
-    host, _, port = tracker_address.rpartition(":")
-    try:
-        with socket.create_connection((host, int(port)), timeout=5):  # TVM's own connect retries for 60 s
-            pass
-        tracker = rpc.connect_tracker(host, int(port))
-        summary = tracker.summary()
-    except Exception as err:
-        raise ConnectionError(f"no RPC tracker answers at {tracker_address}: {err}") from None
-    servers = [s for s in summary.get("server_info", []) if str(s.get("key", "")).split(":")[-1] == key]
-    if not servers:
-        known = sorted({str(s.get("key", "")).split(":")[-1] for s in summary.get("server_info", [])})
-        raise ConnectionError(
-            f"no RPC server is registered under key {key!r} at tracker {tracker_address} "
-            f"(keys there: {', '.join(known) or 'none'}); start one with python -m tvm.exec.rpc_server "
-            f"--tracker {tracker_address} --key {key}"
-        )
-    return tracker, [":".join(str(part) for part in s.get("addr", ())) for s in servers]
-
-
-def _request_remote(tracker_address: str, key: str, timeout: float) -> Any:
-    """A session on a free server registered under ``key`` at the tracker, or a clear error."""
-    tracker, _ = tracker_servers(tracker_address, key)
-    done, value = _within(timeout, tracker.request, key, priority=1, session_timeout=0, max_retry=3)
-    if done:
-        return value
-    why = value or f"none was free within {timeout:.0f} s"
-    raise ConnectionError(f"the tracker at {tracker_address} gave no server for key {key!r}: {why}")
-
-
 def _remote_session(compiled: Mapping[str, Any], options: Mapping[str, Any], started: float) -> _Session:
     """Upload the compiled library to a server from the tracker, and run and time it there."""
     import tempfile
@@ -484,9 +440,11 @@ def _remote_session(compiled: Mapping[str, Any], options: Mapping[str, Any], sta
     from tvm import relax
 
     from explorer.lower.relax_compile import relax_outputs
+    from explorer.lower.rpc_tracker import registered_servers, request_server
 
     tracker, key = str(options["rpc_tracker"]), str(options["rpc_key"])
-    remote = _request_remote(tracker, key, float(options.get("rpc_timeout", RPC_REQUEST_TIMEOUT_S)))
+    registered_servers(tracker, key)  # no tracker, or no server under the key: a clear error at once
+    _, remote = request_server(tracker, key, float(options.get("rpc_timeout", RPC_REQUEST_TIMEOUT_S)))
     folder = tempfile.mkdtemp(prefix="explorer-rpc-")
     library = os.path.join(folder, "model.so")
     compiled["executable"].export_library(library)

@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 
@@ -17,96 +12,13 @@ import pytest
 from explorer import load
 from explorer.isolation import worker
 from explorer.runtimes import TvmRuntime, bench, random_feeds
-
-KEY = "explorer-test"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _servers_registered(port: int) -> int:
-    from tvm import rpc
-
-    try:
-        summary = rpc.connect_tracker("127.0.0.1", port).summary()
-    except Exception:
-        return 0
-    return sum(1 for s in summary.get("server_info", []) if s.get("key", "").endswith(KEY))
-
-
-def _server_address(proc: subprocess.Popen) -> str:
-    """``127.0.0.1:PORT`` of a server process, as the tracker lists it (its listening port)."""
-    import psutil
-
-    for found in [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]:
-        for conn in found.net_connections(kind="tcp"):
-            if conn.status == psutil.CONN_LISTEN:
-                return f"127.0.0.1:{conn.laddr.port}"
-    return ""
-
-
-def _kill(proc: subprocess.Popen) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL) if proc.pid else None
-    with contextlib.suppress(ProcessLookupError):
-        proc.kill()
-    proc.wait(timeout=30)
+from tests.explorer.rpc_servers import KEY, free_port, kill, rpc_tracker, server_address, servers_registered
 
 
 @pytest.fixture(scope="module")
 def tracker() -> Iterator[tuple[str, list[subprocess.Popen]]]:
-    port = _free_port()
-    python = sys.executable
-    procs = [
-        subprocess.Popen(
-            [
-                python,
-                "-m",
-                "tvm.exec.rpc_tracker",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--port-end",
-                str(port + 1),
-                "--silent",
-            ]
-        )
-    ]
-    time.sleep(2)
-    for _ in range(2):
-        start = _free_port()
-        procs.append(
-            subprocess.Popen(
-                [
-                    python,
-                    "-m",
-                    "tvm.exec.rpc_server",
-                    "--tracker",
-                    f"127.0.0.1:{port}",
-                    "--key",
-                    KEY,
-                    "--host",
-                    "127.0.0.1",
-                    "--port",
-                    str(start),
-                    "--port-end",
-                    str(start + 40),
-                    "--silent",
-                ],
-                start_new_session=True,  # its forked session processes die with it (killpg)
-            )
-        )
-    deadline = time.monotonic() + 120
-    while _servers_registered(port) < 2 and time.monotonic() < deadline:
-        time.sleep(1)
-    assert _servers_registered(port) == 2, "the two RPC servers did not register"
-    yield f"127.0.0.1:{port}", procs
-    for proc in procs:
-        _kill(proc)
+    with rpc_tracker(servers=2) as running:
+        yield running
 
 
 def test_a_model_is_benchmarked_on_a_server_from_the_tracker(tracker: tuple[str, list]) -> None:
@@ -136,7 +48,7 @@ def test_tuning_measures_candidates_on_the_servers(tracker: tuple[str, list], tm
     worker.shutdown()  # the sessions kept warm hold a server each: give them back to the tracker
     port = int(address.rsplit(":", 1)[1])
     deadline = time.monotonic() + 60
-    while _servers_registered(port) < 2 and time.monotonic() < deadline:
+    while servers_registered(port) < 2 and time.monotonic() < deadline:
         time.sleep(1)
 
 
@@ -149,7 +61,7 @@ def test_a_server_dying_while_tuning_costs_its_candidates_only(
     worker.shutdown()  # sessions kept warm hold servers: every server free for tuning
     port = int(address.rsplit(":", 1)[1])
     deadline = time.monotonic() + 60
-    while _servers_registered(port) < 2 and time.monotonic() < deadline:
+    while servers_registered(port) < 2 and time.monotonic() < deadline:
         time.sleep(1)
     killed: list[str] = []
 
@@ -159,9 +71,9 @@ def test_a_server_dying_while_tuning_costs_its_candidates_only(
             return
         measured = {part.split(" ×")[0] for part in message.split("measured on ", 1)[1].split(", ")}
         for proc in procs[1:]:
-            if _server_address(proc) in measured:
-                killed.append(_server_address(proc))
-                _kill(proc)
+            if server_address(proc) in measured:
+                killed.append(server_address(proc))
+                kill(proc)
                 return
 
     graph = load("zoo:mlp")
@@ -193,7 +105,7 @@ def test_tuning_without_a_tracker_or_a_server_says_so_before_it_starts(
         TvmRuntime(tune_trials=8, tuning_root=str(tmp_path), rpc_tracker=address, rpc_key="nobody").prepare(
             graph
         )
-    nobody = f"127.0.0.1:{_free_port()}"
+    nobody = f"127.0.0.1:{free_port()}"
     with pytest.raises(ConnectionError, match="no RPC tracker answers"):
         TvmRuntime(tune_trials=8, tuning_root=str(tmp_path), rpc_tracker=nobody, rpc_key=KEY).prepare(graph)
     assert time.monotonic() - started < 60  # refused before the import, the plan and any candidate
@@ -206,7 +118,7 @@ def test_no_server_under_a_key_and_a_dead_server_give_clear_errors(tracker: tupl
         TvmRuntime(rpc_tracker=address, rpc_key="nobody").prepare(graph)
     session = TvmRuntime(rpc_tracker=address, rpc_key=KEY, rpc_timeout=8).prepare(graph)
     for proc in procs[1:]:  # both servers go away, with the sessions they forked
-        _kill(proc)
+        kill(proc)
     started = time.monotonic()
     with pytest.raises(ConnectionError, match=f"RPC server for key '{KEY}'"):
         session.run(random_feeds(graph.model))
@@ -215,4 +127,4 @@ def test_no_server_under_a_key_and_a_dead_server_give_clear_errors(tracker: tupl
     with pytest.raises(ConnectionError, match=KEY):
         TvmRuntime(rpc_tracker=address, rpc_key=KEY, rpc_timeout=8).prepare(graph)
     with pytest.raises(ConnectionError, match="no RPC tracker answers"):
-        TvmRuntime(rpc_tracker=f"127.0.0.1:{_free_port()}", rpc_key=KEY).prepare(graph)
+        TvmRuntime(rpc_tracker=f"127.0.0.1:{free_port()}", rpc_key=KEY).prepare(graph)

@@ -1,0 +1,164 @@
+"""TVM's RPC tracker, asked directly: which servers are registered under a key, and a session on one.
+
+One place speaks the tracker's protocol for both users: benchmarking on a remote server
+(:mod:`explorer.runtimes.sessions`) and tuning with candidates measured on servers
+(:mod:`explorer.lower.rpc_measure`). Every call has a time limit: TVM's own
+``rpc.connect_tracker`` retries for a minute and ``TrackerSession.request`` waits without one,
+so a missing tracker or a busy key would hang a notebook.
+
+Examples
+--------
+>>> try:
+...     registered_servers("127.0.0.1:1", "board")
+... except ConnectionError as err:
+...     print(str(err).split(":")[0])
+no RPC tracker answers at 127.0.0.1
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+from typing import Any
+
+__all__ = ["TRACKER_WAIT_S", "tracker_summary", "servers_under", "registered_servers", "request_server"]
+
+TRACKER_WAIT_S = 5.0
+"""Seconds a tracker has to answer before it counts as gone."""
+
+
+def _split(address: str) -> tuple[str, int]:
+    """``HOST:PORT`` -> ``(host, port)``, or a ValueError that names the address."""
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise ValueError(f"an RPC tracker address is HOST:PORT, not {address!r}")
+    return host, int(port)
+
+
+def _connect(address: str, wait_s: float) -> socket.socket:
+    """A socket to the tracker, its magic number exchanged; reads on it time out after ``wait_s``."""
+    from tvm.rpc import base
+
+    host, port = _split(address)
+    try:
+        sock = socket.create_connection((host, port), timeout=wait_s)
+    except OSError as err:
+        raise ConnectionError(f"no RPC tracker answers at {address}: {err}") from None
+    try:
+        sock.sendall(struct.pack("<i", base.RPC_TRACKER_MAGIC))
+        if struct.unpack("<i", base.recvall(sock, 4))[0] != base.RPC_TRACKER_MAGIC:
+            raise ConnectionError(f"what answers at {address} is not a TVM RPC tracker")
+    except (OSError, struct.error) as err:
+        sock.close()
+        raise ConnectionError(f"no RPC tracker answers at {address}: {err}") from None
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def tracker_summary(address: str, wait_s: float = TRACKER_WAIT_S) -> dict[str, Any]:
+    """The tracker's summary (its ``server_info`` and ``queue_info``), or a ``ConnectionError``
+    within ``wait_s`` seconds.
+
+    Examples
+    --------
+    >>> try:
+    ...     tracker_summary("127.0.0.1:1", wait_s=1)
+    ... except ConnectionError as err:
+    ...     print(str(err).split(":")[0])
+    no RPC tracker answers at 127.0.0.1
+    """
+    from tvm.rpc import base
+
+    with _connect(address, wait_s) as sock:
+        try:
+            base.sendjson(sock, [base.TrackerCode.SUMMARY])
+            code, summary = base.recvjson(sock)
+        except (OSError, ValueError, json.JSONDecodeError) as err:
+            raise ConnectionError(f"the RPC tracker at {address} gave no summary: {err}") from None
+    if code != base.TrackerCode.SUCCESS:
+        raise ConnectionError(f"the RPC tracker at {address} refused a summary: {summary}")
+    return summary
+
+
+def servers_under(summary: dict[str, Any], key: str) -> list[str]:
+    """The servers (``host:port``) a tracker summary lists under ``key``.
+
+    Examples
+    --------
+    >>> summary = {"server_info": [{"key": "server:board", "addr": ["10.0.0.2", 9091]},
+    ...                            {"key": "server:phone", "addr": ["10.0.0.3", 9091]}]}
+    >>> servers_under(summary, "board")
+    ['10.0.0.2:9091']
+    """
+    return [
+        ":".join(str(part) for part in s.get("addr", ()))
+        for s in summary.get("server_info", [])
+        if str(s.get("key", "")).split(":")[-1] == key
+    ]
+
+
+def registered_servers(address: str, key: str, wait_s: float = TRACKER_WAIT_S) -> list[str]:
+    """The servers registered under ``key`` at the tracker, or a clear ``ConnectionError``: no
+    tracker answers, or no server has that key (the keys there are listed, with the command
+    that starts a server).
+
+    Examples
+    --------
+    >>> try:
+    ...     registered_servers("127.0.0.1:1", "board", wait_s=1)
+    ... except ConnectionError as err:
+    ...     print(str(err).split(":")[0])
+    no RPC tracker answers at 127.0.0.1
+    """
+    summary = tracker_summary(address, wait_s)
+    servers = servers_under(summary, key)
+    if not servers:
+        known = sorted({str(s.get("key", "")).split(":")[-1] for s in summary.get("server_info", [])})
+        raise ConnectionError(
+            f"no RPC server is registered under key {key!r} at tracker {address} "
+            f"(keys there: {', '.join(known) or 'none'}); start one with python -m tvm.exec.rpc_server "
+            f"--tracker {address} --key {key}"
+        )
+    return servers
+
+
+def request_server(
+    address: str, key: str, wait_s: float, *, priority: int = 1, session_timeout: float = 0
+) -> tuple[str, Any]:
+    """A session on a free server registered under ``key``, and that server's ``host:port``; a
+    ``ConnectionError`` when none is free within ``wait_s`` seconds.
+
+    ``session_timeout`` (seconds, 0 for none) is the server's limit on the session.
+
+    Examples
+    --------
+    >>> try:
+    ...     request_server("127.0.0.1:1", "board", wait_s=1)
+    ... except ConnectionError as err:
+    ...     print(str(err).split(":")[0])
+    no RPC tracker answers at 127.0.0.1
+    """
+    from tvm import rpc
+    from tvm.rpc import base
+
+    with _connect(address, wait_s) as sock:
+        base.sendjson(sock, [base.TrackerCode.REQUEST, key, "", priority])
+        try:
+            answer = base.recvjson(sock)
+        except TimeoutError:
+            why = f"none was free within {wait_s:.0f} s"
+            raise ConnectionError(f"the tracker at {address} gave no server for key {key!r}: {why}") from None
+        except (OSError, ValueError, json.JSONDecodeError) as err:
+            raise ConnectionError(f"the tracker at {address} gave no server for key {key!r}: {err}") from None
+    if answer[0] != base.TrackerCode.SUCCESS:
+        raise ConnectionError(f"the tracker at {address} refused the request for key {key!r}: {answer}")
+    url, port, match_key = answer[1]
+    try:
+        session = rpc.connect(url, port, match_key, session_timeout=session_timeout)
+    except Exception as err:  # TVM raises its own error types for a refused or dead server
+        why = f"the RPC server {url}:{port} for key {key!r} refused a session: {err}"
+        raise ConnectionError(why) from None
+    return f"{url}:{port}", session
