@@ -43,6 +43,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from explorer.lower.relax_target import register_cpu_intrinsics
+
 __all__ = [
     "UNMEASURED",
     "DEFAULT_SCHEDULE_LABEL",
@@ -187,7 +189,8 @@ def default_schedule(func_mod: Any, target: Any, seed: int = _SEED) -> tuple[Any
     >>> from explorer import zoo
     >>> from explorer.lower.relax_frontend import run_importer
     >>> from explorer.lower.relax_target import cpu_target
-    >>> from explorer.lower.relax_tuning import register_cpu_intrinsics, tuning_module
+    >>> from explorer.lower.relax_target import register_cpu_intrinsics
+    >>> from explorer.lower.relax_tuning import tuning_module
     >>> register_cpu_intrinsics()
     >>> target = cpu_target()
     >>> module = tuning_module(run_importer(zoo.build("mlp"), {"input": [1, 1, 28, 28]})["module"], target)
@@ -238,8 +241,6 @@ def default_database(tasks: Sequence[Any], target: Any) -> DefaultDatabase:
     True
     """
     from tvm.s_tir import meta_schedule as ms
-
-    from explorer.lower.relax_tuning import register_cpu_intrinsics
 
     register_cpu_intrinsics()  # TuneContext imports the tensor intrinsics: this CPU's only
     database = ms.database.MemoryDatabase()

@@ -33,7 +33,7 @@ from explorer.lower.pass_failures import PassWatch
 from explorer.lower.relax_exprs import tensor_dims, tensor_dtype
 from explorer.lower.relax_frontend import import_origins, run_importer
 from explorer.lower.relax_passes import ZERO_PIPELINE, relax_pass
-from explorer.lower.relax_target import cpu_target
+from explorer.lower.relax_target import cpu_target, register_cpu_intrinsics
 from explorer.lower.rpc_measure import ServerLog, server_runner
 from explorer.lower.tuning_log import record_trials, tuned_trials
 from explorer.lower.tvm_records import seed_database
@@ -52,7 +52,6 @@ __all__ = [
     "POPULATION",
     "TRIALS_PER_ITER",
     "build_candidate",
-    "register_cpu_intrinsics",
     "BUILD_TIMEOUT_S",
 ]
 
@@ -80,51 +79,17 @@ def tuning_dir(target: str, root: str | os.PathLike[str] | None = None) -> Path:
     return Path(root) / slug
 
 
-def register_cpu_intrinsics() -> None:
-    """Register only this CPU's tensor intrinsics (x86 or Arm), not every platform's.
-
-    ``import tvm.s_tir.tensor_intrin`` registers CUDA, ROCm, Hexagon, Metal, RISC-V, Arm and
-    x86 intrinsics: 35-55 s on this machine (CUDA's alone 31 s). MetaSchedule imports it in
-    every tuning process (``TuneContext``) and in every builder process, and the builder's
-    pool restarts for every batch: a trial cost 20 s instead of about 1. Installing the
-    package as a bare namespace first and importing this CPU's module alone takes 0.3 s;
-    the later ``import tvm.s_tir.tensor_intrin`` then finds it.
-
-    Examples
-    --------
-    >>> register_cpu_intrinsics()
-    >>> import sys; "tvm.s_tir.tensor_intrin" in sys.modules
-    True
-    """
-    import importlib
-    import importlib.util
-    import platform
-    import sys
-    import types
-
-    name = "tvm.s_tir.tensor_intrin"
-    if name not in sys.modules:
-        import tvm.s_tir  # noqa: F401  (the parent package, loaded as usual)
-
-        spec = importlib.util.find_spec(name)
-        package = types.ModuleType(name)
-        package.__path__ = list(spec.submodule_search_locations or []) if spec else []
-        package.__package__ = name
-        sys.modules[name] = package
-    machine = platform.machine().lower()
-    importlib.import_module(f"{name}.{'arm_cpu' if machine in ('aarch64', 'arm64') else 'x86'}")
-
-
 def build_candidate(mod: Any, target: Any, _params: Any = None) -> Any:
     """MetaSchedule's default candidate build, with only this CPU's tensor intrinsics registered
-    (:func:`register_cpu_intrinsics`; the default registers every platform's, per batch).
+    (:func:`explorer.lower.relax_target.register_cpu_intrinsics`; the default registers every
+    platform's, per batch).
 
     Examples
     --------
     >>> from tvm.s_tir import meta_schedule as ms
     >>> from explorer import zoo
     >>> from explorer.lower.relax_frontend import run_importer
-    >>> from explorer.lower.relax_target import cpu_target
+    >>> from explorer.lower.relax_target import cpu_target, register_cpu_intrinsics
     >>> target = cpu_target()
     >>> module = tuning_module(run_importer(zoo.build("mlp"), {"input": [1, 1, 28, 28]})["module"], target)
     >>> task = ms.relax_integration.extract_tasks(module, target)[0]
@@ -236,7 +201,7 @@ def tuning_module(module: Any, target: Any, fast_math: bool = True) -> Any:
     >>> from explorer import zoo
     >>> from explorer.lower.relax_frontend import run_importer
     >>> from explorer.lower.relax_graph_data import module_counts
-    >>> from explorer.lower.relax_target import cpu_target
+    >>> from explorer.lower.relax_target import cpu_target, register_cpu_intrinsics
     >>> imported = run_importer(zoo.build("mlp"), {"input": [1, 1, 28, 28]})["module"]
     >>> counts = module_counts(tuning_module(imported, cpu_target()))
     >>> counts["fused"], counts["prim_funcs"]  # three Gemm (+ReLU) kernels fused, and the reshape
@@ -273,7 +238,7 @@ def finish_tuned(module: Any, target: Any, work_dir: str) -> Any:
     >>> import tempfile
     >>> from explorer import zoo
     >>> from explorer.lower.relax_frontend import run_importer
-    >>> from explorer.lower.relax_target import cpu_target
+    >>> from explorer.lower.relax_target import cpu_target, register_cpu_intrinsics
     >>> target = cpu_target()
     >>> module = tuning_module(run_importer(zoo.build("mlp"), {"input": [1, 1, 28, 28]})["module"], target)
     >>> finished = finish_tuned(module, target, tempfile.mkdtemp())  # an empty database: nothing tuned
@@ -310,7 +275,7 @@ def measure_tasks(module: Any, tasks: Sequence[Any], target: Any, defaults: Any 
     >>> from tvm.s_tir import meta_schedule as ms
     >>> from explorer import zoo
     >>> from explorer.lower.relax_frontend import run_importer
-    >>> from explorer.lower.relax_target import cpu_target
+    >>> from explorer.lower.relax_target import cpu_target, register_cpu_intrinsics
     >>> target = cpu_target()
     >>> module = tuning_module(run_importer(zoo.build("mlp"), {"input": [1, 1, 28, 28]})["module"], target)
     >>> times = measure_tasks(module, ms.relax_integration.extract_tasks(module, target), target)
@@ -482,7 +447,7 @@ def compile_tuned(
     *,
     trials: int,
     minutes: float | None,
-    work_dir: str,
+    work_dir: str | None,
     key: str,
     pretuned: bool = False,
     rpc: Mapping[str, Any] | None = None,
@@ -500,7 +465,8 @@ def compile_tuned(
     ``rpc_key``, ``rpc_timeout``) candidates are measured on servers from the tracker
     (MetaSchedule's RPC runner); the untuned timing that plans the trials stays here.
     ``fast_math=False`` compiles the exact functions (:func:`tuning_module`); records tuned
-    with fast math then match no task.
+    with fast math then match no task. ``work_dir=None`` uses no database: every task gets its
+    default schedule (the untuned build); it cannot tune or take the shipped records.
 
     Returns
     -------
@@ -518,6 +484,11 @@ def compile_tuned(
         ``rpc``: ``rpc_servers`` (server -> candidates measured, lost, and whether it died) and
         ``rpc_notes`` (a dead server's cost, in words).
 
+    Raises
+    ------
+    ValueError
+        Tuning (``trials`` > 0) or ``pretuned`` without a ``work_dir``.
+
     Examples
     --------
     >>> import tempfile
@@ -530,7 +501,12 @@ def compile_tuned(
     (True, 4, 0, 0.0)
     >>> sorted(set(out["task_schedules"].values()))  # no record: every task a default schedule
     ['heuristic']
+    >>> compile_tuned(zoo.build("mlp"), None, "llvm", trials=0, minutes=None, work_dir=None,
+    ...               key="mlp")["tasks_with_records"]  # no database at all
+    0
     """
+    if work_dir is None and (trials > 0 or pretuned):
+        raise ValueError("tuning and the shipped records need a tuning database (work_dir)")
     imported = run_importer(path, input_shapes)
     if not imported["ok"]:
         return imported
@@ -541,19 +517,22 @@ def compile_tuned(
 
     built_for = cpu_target(target)
     register_cpu_intrinsics()  # before MetaSchedule imports every platform's (about a minute here)
-    folder = Path(work_dir)
-    folder.mkdir(parents=True, exist_ok=True)
-    shipped = seed_database(folder, target) if pretuned else None
+    folder = Path(work_dir) if work_dir is not None else None
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+    shipped = seed_database(folder, target) if pretuned and folder is not None else None
     watch = PassWatch(lambda: import_origins(imported["model"], imported["importer"], imported["module"]))
     with _lowering(watch):
         mod = tuning_module(imported["module"], built_for, fast_math)
         tasks = ms.relax_integration.extract_tasks(mod, built_for)
-    defaults = default_database(tasks, built_for)  # every task's schedule where no record is found
-    before = tuned_trials(folder, key)
+    before = tuned_trials(folder, key) if folder is not None else 0
+    tuning = folder is not None and trials > 0 and before < trials
+    # the tuning plan times every task's default schedule; a build alone needs them only where no record is
+    defaults = default_database(tasks, built_for) if tuning else None
     tune_s, out_of_time, errors, plans, run = 0.0, False, [], [], 0
     rpc_servers: dict[str, Any] | None = None
     rpc_notes: list[str] = []
-    if trials > 0 and before < trials:
+    if tuning:
         started, ends = time.perf_counter(), (time.time() + minutes * 60 if minutes else None)
         worker.report(0.0, f"timing the {len(tasks)} tasks' default schedules: trials go where they gain")
         cores = int(built_for.attrs.get("num-cores", 1))
@@ -567,19 +546,30 @@ def compile_tuned(
         tune_s = time.perf_counter() - started
         record_trials(folder, key, trials)
     started = time.perf_counter()
-    database = ms.database.JSONDatabase(work_dir=str(folder))
+    database = ms.database.JSONDatabase(work_dir=str(folder)) if folder is not None else None
     recorded = {
         t.task_name
         for t in tasks
-        if database.has_workload(t.dispatched[0])
+        if database is not None
+        and database.has_workload(t.dispatched[0])
         and database.query_tuning_record(t.dispatched[0], built_for, t.task_name) is not None
     }
+    if defaults is None:
+        defaults = default_database([t for t in tasks if t.task_name not in recorded], built_for)
     schedules = {
         t.task_name: "record" if t.task_name in recorded else defaults.how[t.task_name] for t in tasks
     }
+
+    def build(use_defaults: bool) -> Any:
+        """The executable: records first, then (``use_defaults``) a default schedule for the rest."""
+        if database is None and not use_defaults:
+            return tvm.compile(mod, target=built_for)
+        applied = with_defaults(database, defaults) if database is not None else defaults.database
+        with applied if use_defaults else database:
+            return tvm.compile(finish_tuned(mod, built_for, ""), target=built_for)
+
     try:
-        with with_defaults(database, defaults):  # records first, default schedules for the rest
-            executable = tvm.compile(finish_tuned(mod, built_for, str(folder)), target=built_for)
+        executable = build(use_defaults=True)
         defaults_failed = None
     except MemoryError:
         raise
@@ -589,7 +579,7 @@ def compile_tuned(
         )
         schedules = {name: "record" if how == "record" else "naive" for name, how in schedules.items()}
         with _lowering(watch):  # build without them; a failure now is the model's (LoweringError)
-            executable = tvm.compile(finish_tuned(mod, built_for, str(folder)), target=built_for)
+            executable = build(use_defaults=False)
     return {
         "ok": True,
         "executable": executable,

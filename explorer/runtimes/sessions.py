@@ -334,21 +334,18 @@ def prepare_tvm(
             rpc=rpc,
         )
     elif options.get("schedules", "default") == "default":  # untuned: a default schedule per kernel
-        import tempfile
-
         from explorer.lower.relax_tuning import compile_tuned
 
-        with tempfile.TemporaryDirectory(prefix="explorer-untuned-") as empty:  # no records: defaults only
-            compiled = compile_tuned(
-                path,
-                input_shapes,
-                target,
-                trials=0,
-                minutes=None,
-                work_dir=empty,
-                key="untuned",
-                fast_math=False,  # untuned keeps the exact functions; only the schedules differ
-            )
+        compiled = compile_tuned(
+            path,
+            input_shapes,
+            target,
+            trials=0,
+            minutes=None,
+            work_dir=None,  # no database: every task its default schedule
+            key="untuned",
+            fast_math=False,  # untuned keeps the exact functions; only the schedules differ
+        )
     else:  # the plain loops of TVM's default pipeline
         compiled = compile_relax(path, input_shapes, target)
     if not compiled["ok"]:
