@@ -8,10 +8,12 @@ then the best record of every task goes to
 and ``onnx-explorer bench --pretuned`` apply them.
 
 Run: ``.venv/bin/python benchmarks/pretune_zoo.py [--models resnet18,mobilenetv2,transformer]
-[--minutes 10] [--work-dir DIR] [--export-only] [--from-shipped]``. ``--from-shipped`` seeds
+[--minutes 10] [--work-dir DIR] [--export-only] [--from-shipped] [--target TARGET]``. ``--from-shipped`` seeds
 the database with the records shipped now, so a longer budget for one model builds on them
 and the export keeps every model's. ``--export-only`` writes what
 ``--work-dir`` (a tuning root, e.g. the runtime benchmark's ``--tuning-root``) holds.
+``--target 'llvm -mcpu=haswell -num-cores=2'`` tunes AVX2 code on two threads (on any x86 CPU
+with AVX2) for the ``llvm-x86_64-avx2`` records, whatever the widest vector unit here is.
 """
 
 from __future__ import annotations
@@ -76,18 +78,27 @@ def main(argv: list[str] | None = None) -> int:
         "--from-shipped", action="store_true", help="start from the records shipped now (tune on from them)"
     )
     parser.add_argument("--out", help=f"where to write (default: {RECORDS_ROOT}/<records key>)")
+    parser.add_argument(
+        "--target",
+        default="llvm",
+        help="what to tune for (default: this CPU); 'llvm -mcpu=haswell -num-cores=2' tunes AVX2 code on two "
+        "threads on any x86 CPU that has AVX2, for the llvm-x86_64-avx2 records",
+    )
     args = parser.parse_args(argv)
     if args.export_only and not args.work_dir:
         parser.error("--export-only needs --work-dir")
     root = args.work_dir or tempfile.mkdtemp(prefix="tvm-pretune-")
-    out = Path(args.out) if args.out else RECORDS_ROOT / records_key()
+    out = Path(args.out) if args.out else RECORDS_ROOT / records_key(args.target)
     command = "python benchmarks/pretune_zoo.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    where = _cpu_name() if args.target == "llvm" else f"{_cpu_name()}, code built as {args.target}"
     models: dict[str, dict[str, object]] = {}
     if (out / MANIFEST).is_file():  # how the records there were made: this run adds to it
         models.update(json.loads((out / MANIFEST).read_text()).get("models", {}))
     built_for = "llvm"
     for name in args.models.split(","):
-        runtime = TvmRuntime(tune_minutes=args.minutes, tuning_root=root, pretuned=args.from_shipped)
+        runtime = TvmRuntime(
+            args.target, tune_minutes=args.minutes, tuning_root=root, pretuned=args.from_shipped
+        )
         if args.export_only:
             models.setdefault(name, {"minutes": args.minutes})
             continue
@@ -104,22 +115,22 @@ def main(argv: list[str] | None = None) -> int:
             "tasks_tuned": sum(1 for p in info.get("plan") or () if p["tuned"]),
             "tune_s": round(float(info.get("tune_s") or 0.0), 1),
             "threads": info.get("threads"),  # what the measurements ran on (TVM's pool in the worker)
-            "cpu": _cpu_name(),
+            "cpu": where,
             "command": command,
         }
         if continued and _history(before):
             models[name]["history"] = _history(before)
         print(f"{name}: {models[name]} ({time.perf_counter() - started:.0f} s)", flush=True)
-    key = records_key()
+    key = records_key(args.target)
     import tvm
 
-    database = tuning_dir("llvm", root)
+    database = tuning_dir(args.target, root)
     manifest = {
         "id": f"{key}-{datetime.datetime.now(datetime.timezone.utc):%Y%m%d%H%M}",
         "key": key,
         "tvm": tvm.__version__,
         "target": built_for,
-        "cpu": _cpu_name(),
+        "cpu": where,
         "created": f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d}",
         "command": command,
         "models": models,

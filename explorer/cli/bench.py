@@ -91,6 +91,12 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "--rpc-tracker", metavar="HOST:PORT", help="run TVM on a server from this RPC tracker"
     )
     parser.add_argument("--rpc-key", metavar="KEY", help="the device key of the RPC servers")
+    parser.add_argument(
+        "--tvm-target",
+        metavar="TARGET",
+        help="the CPU TVM builds and tunes for, e.g. 'llvm -mcpu=haswell -num-cores=2' (default: this CPU; "
+        "with --rpc-tracker, the servers' own when they can say); each target has its own tuning database",
+    )
     parser.add_argument("--warmup", type=non_negative_int, default=3, help="runs before timing (default 3)")
     parser.add_argument("--min-runs", type=positive_int, default=10, help="timed runs at least (default 10)")
     parser.add_argument(
@@ -121,6 +127,8 @@ def _runtimes(args: argparse.Namespace) -> list[Any]:
                     options["pretuned"] = True
             if args.rpc_tracker or args.rpc_key:
                 options.update(rpc_tracker=args.rpc_tracker, rpc_key=args.rpc_key)
+            if args.tvm_target:
+                options["target"] = args.tvm_target
         elif args.threads:
             options = {"threads": args.threads}
         try:

@@ -1,50 +1,163 @@
-"""The TVM target the worker compiles for: this machine's CPU, with the threads its kernels will run on,
-and this CPU's tensor intrinsics registered (not every platform's).
+"""The TVM target the worker compiles for: this machine's CPU or one named (``llvm -mcpu=haswell``,
+a server's own CPU over RPC), with the threads its kernels will run on, and this CPU's tensor
+intrinsics registered (not every platform's).
+
+TVM 0.27 takes targets as JSON dicts only (``{"kind": "llvm", "mcpu": "haswell"}``); the
+command-line form users know (``llvm -mcpu=haswell -num-cores=2``) is read here
+(:func:`parse_target`) and written back (:func:`target_text`), so a target is one short
+string in options, folder names and labels.
 
 Examples
 --------
 >>> cpu_target().kind.name
 'llvm'
+>>> target_text(parse_target('llvm -mcpu=haswell -num-cores=2'))
+'llvm -mcpu=haswell -num-cores=2'
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+import shlex
 from typing import Any
 
 from explorer.isolation.cpu_cores import size_tvm_thread_pool
 
-__all__ = ["cpu_target", "register_cpu_intrinsics"]
+__all__ = [
+    "cpu_target",
+    "parse_target",
+    "target_text",
+    "remote_target",
+    "register_cpu_intrinsics",
+    "TARGET_FLAGS",
+]
+
+TARGET_FLAGS = ("mtriple", "mcpu", "mattr", "num-cores")
+"""The llvm target's attributes a target string may set, in the order :func:`target_text` writes them."""
 
 
-def cpu_target(kind: str = "llvm") -> Any:
-    """A ``tvm.target.Target`` for this CPU (``mcpu`` and ``num-cores`` set); it sizes TVM's thread pool.
-
-    MetaSchedule needs ``num-cores``: the threads the kernels will run on
-    (:func:`explorer.isolation.cpu_cores.size_tvm_thread_pool`). Run it where TVM is (the worker).
+def parse_target(text: str) -> dict[str, Any]:
+    """A target string as TVM's JSON form: ``llvm``, ``llvm -mcpu=haswell -num-cores=2``,
+    ``llvm -mtriple=aarch64-linux-gnu -mattr=+neon``, or a JSON dict.
 
     Raises
     ------
     ValueError
-        Any kind but ``"llvm"``: only the CPU is built for here.
+        A kind other than ``llvm``, an attribute not in :data:`TARGET_FLAGS`, a malformed flag.
+
+    Examples
+    --------
+    >>> parse_target("llvm -mcpu=haswell -num-cores=2")
+    {'kind': 'llvm', 'mcpu': 'haswell', 'num-cores': 2}
+    >>> parse_target("llvm -mattr=+avx2,+fma")["mattr"]
+    ['+avx2', '+fma']
+    >>> parse_target("cuda")
+    Traceback (most recent call last):
+    ...
+    ValueError: only llvm (CPU) targets are built here, not 'cuda'
+    """
+    text = text.strip()
+    if text.startswith("{"):
+        try:
+            spec = dict(json.loads(text))
+        except (ValueError, TypeError) as err:
+            raise ValueError(f"the target {text!r} is not a JSON object: {err}") from None
+    else:
+        words = shlex.split(text)
+        spec = {"kind": words[0] if words else ""}
+        for word in words[1:]:
+            name, sep, value = word.lstrip("-").partition("=")
+            if not word.startswith("-") or not sep or not value:
+                raise ValueError(
+                    f"a target flag is -NAME=VALUE (e.g. -mcpu=haswell), not {word!r} in {text!r}"
+                )
+            if name not in TARGET_FLAGS:
+                raise ValueError(
+                    f"unknown target flag -{name} in {text!r}: use {', '.join('-' + f for f in TARGET_FLAGS)}"
+                )
+            spec[name] = value.split(",") if name == "mattr" else value
+    if spec.get("kind") != "llvm":
+        raise ValueError(f"only llvm (CPU) targets are built here, not {spec.get('kind') or text!r}")
+    if "num-cores" in spec:
+        cores = str(spec["num-cores"])
+        if not cores.isdigit() or int(cores) < 1:
+            raise ValueError(f"-num-cores is a positive number of threads, not {cores!r} in {text!r}")
+        spec["num-cores"] = int(cores)
+    return spec
+
+
+def target_text(spec: dict[str, Any]) -> str:
+    """The short form of a target (:func:`parse_target`'s inverse, attributes in :data:`TARGET_FLAGS` order).
+
+    Examples
+    --------
+    >>> target_text({"kind": "llvm", "num-cores": 4, "mtriple": "aarch64-linux-gnu"})
+    'llvm -mtriple=aarch64-linux-gnu -num-cores=4'
+    """
+    flags = []
+    for name in TARGET_FLAGS:
+        if name in spec:
+            value = spec[name]
+            flags.append(f"-{name}={','.join(value) if isinstance(value, list | tuple) else value}")
+    return " ".join([str(spec.get("kind", "llvm")), *flags])
+
+
+def cpu_target(target: str = "llvm") -> Any:
+    """A ``tvm.target.Target`` for ``target`` (:func:`parse_target`); a target that names no CPU
+    and no triple is this CPU (``mcpu`` set). Without ``-num-cores``, the threads the kernels will
+    run on here (MetaSchedule needs it: :func:`explorer.isolation.cpu_cores.size_tvm_thread_pool`).
+    It sizes TVM's thread pool; run it where TVM is (the worker).
+
+    Raises
+    ------
+    ValueError
+        Not an llvm target, or a malformed one (:func:`parse_target`).
 
     Examples
     --------
     >>> target = cpu_target()
     >>> int(target.attrs["num-cores"]) >= 1
     True
+    >>> str(cpu_target("llvm -mcpu=haswell -num-cores=2").attrs["mcpu"])
+    'haswell'
     >>> cpu_target("cuda")
     Traceback (most recent call last):
     ...
-    ValueError: only the llvm (CPU) target is built here, not 'cuda'
+    ValueError: only llvm (CPU) targets are built here, not 'cuda'
     """
     import tvm
 
-    if kind != "llvm":
-        raise ValueError(f"only the llvm (CPU) target is built here, not {kind!r}")
+    spec = parse_target(target)
     cores = size_tvm_thread_pool()  # MetaSchedule needs num-cores: the threads the kernels will run on
-    return tvm.target.Target(
-        {"kind": "llvm", "mcpu": tvm.target.codegen.llvm_get_system_cpu(), "num-cores": int(cores)}
-    )
+    if "mcpu" not in spec and "mtriple" not in spec:
+        spec["mcpu"] = tvm.target.codegen.llvm_get_system_cpu()
+    spec.setdefault("num-cores", int(cores))
+    return tvm.target.Target(spec)
+
+
+def remote_target(session: Any) -> str | None:
+    """The target of an RPC server's own CPU (triple, CPU, threads), asked over the session; None
+    when the server has TVM's runtime only (a phone), which cannot say its CPU.
+
+    Examples
+    --------
+    >>> from tvm import rpc
+    >>> remote_target(rpc.LocalSession()).startswith("llvm -mtriple=")
+    True
+    """
+    spec: dict[str, Any] = {"kind": "llvm"}
+    for name, function in (
+        ("mtriple", "target.llvm_get_system_triple"),
+        ("mcpu", "target.llvm_get_system_cpu"),
+    ):
+        try:
+            spec[name] = str(session.get_function(function)())
+        except Exception:  # a runtime-only server has no LLVM: it cannot say
+            return None
+    with contextlib.suppress(Exception):  # an older runtime: the build sizes it as for this machine
+        spec["num-cores"] = int(session.get_function("runtime.NumThreads")())
+    return target_text(spec)
 
 
 def register_cpu_intrinsics() -> None:

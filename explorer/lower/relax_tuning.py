@@ -473,7 +473,8 @@ def compile_tuned(
     dict
         ``{"ok": True, "executable", "compile_s", "tune_s", "trials", "trials_run", "tuned_before",
         "out_of_time", "tasks", "tasks_with_records", "task_schedules", "task_gflop", "passes",
-        "defaults_failed", "rpc_servers", "rpc_notes", "plan", "shipped", "tvm", "target"}``, or
+        "defaults_failed", "rpc_servers", "rpc_notes", "plan", "shipped", "tuning_dir", "tvm",
+        "target"}``, or
         the import's failure.
         ``task_schedules`` says, per task, where its schedule came from: ``"record"`` (the
         tuning database), else a default schedule (:mod:`explorer.lower.default_schedules`:
@@ -600,6 +601,7 @@ def compile_tuned(
         "rpc_notes": rpc_notes,
         "plan": [p.to_dict() for p in plans],
         "shipped": shipped,
+        "tuning_dir": str(folder) if folder is not None else None,
         "tvm": tvm.__version__,
         "target": str(built_for),
     }

@@ -71,16 +71,25 @@ def cpu_flags() -> set[str]:
 def records_key(
     target: str = "llvm", *, machine: str | None = None, flags: Iterable[str] | None = None
 ) -> str:
-    """The shipped records' folder for this CPU: target, architecture and widest vector unit.
+    """The shipped records' folder for a target: kind, architecture and widest vector unit.
 
     A schedule depends on the vector width (AVX-512, AVX2, SSE; NEON) more than on the exact
-    model, which only changes how LLVM compiles it.
+    model, which only changes how LLVM compiles it. For ``llvm`` (this CPU) the architecture and
+    flags are this machine's; a target that names its CPU or triple (``llvm -mcpu=haswell``,
+    :func:`explorer.lower.relax_target.parse_target`) is asked of TVM's LLVM instead.
 
     Examples
     --------
     >>> records_key(machine="x86_64", flags={"avx512f", "avx2"})
     'llvm-x86_64-avx512'
+    >>> records_key("llvm -mcpu=haswell -num-cores=2")  # an AVX2 CPU, whatever this one is
+    'llvm-x86_64-avx2'
     """
+    from explorer.lower.relax_target import parse_target
+
+    spec = parse_target(target)
+    if flags is None and ("mcpu" in spec or "mtriple" in spec):
+        machine, flags = _target_machine_flags(spec)
     machine = (machine or platform.machine()).lower()
     have = set(cpu_flags() if flags is None else flags)
     if machine in ("aarch64", "arm64"):
@@ -91,7 +100,24 @@ def records_key(
         width = "avx2"
     else:
         width = "sse"
-    return f"{target.split()[0]}-{machine}-{width}"
+    return f"{spec['kind']}-{machine}-{width}"
+
+
+_WIDTH_FEATURES = ("avx512f", "avx2", "sve")
+"""The CPU features :func:`records_key` tells vector widths by."""
+
+
+def _target_machine_flags(spec: dict[str, Any]) -> tuple[str, set[str]]:
+    """The architecture (from the triple, else this machine's) and vector features of a named target."""
+    import tvm
+    from tvm.target import codegen
+
+    triple = str(spec.get("mtriple") or codegen.llvm_get_system_triple())
+    machine = triple.split("-", 1)[0]
+    target = tvm.target.Target(spec)
+    with target:
+        have = {feature for feature in _WIDTH_FEATURES if codegen.llvm_cpu_has_features(feature, target)}
+    return machine, have
 
 
 def shipped_records(target: str = "llvm", root: str | os.PathLike[str] | None = None) -> Path | None:

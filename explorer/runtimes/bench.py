@@ -57,7 +57,7 @@ __all__ = [
 RUNTIME_NAMES = ("ort", "ort-cuda", "tvm", "tvm-naive")
 """Runtime names :func:`get_runtime` (and ``onnx-explorer bench --runtime``) takes."""
 
-TVM_BUILD_KEYS = ("tasks", "tasks_with_records", "task_schedules", "rpc_servers", "rpc_notes")
+TVM_BUILD_KEYS = ("tasks", "tasks_with_records", "task_schedules", "tuning_dir", "rpc_servers", "rpc_notes")
 """What a TVM result's JSON carries of its build: tasks, records, schedule sources, RPC servers."""
 
 

@@ -277,11 +277,13 @@ def prepare_tvm(
 ) -> dict[str, Any]:
     """Import, compile (tuned, or not) and load into a Relax VM the model at ``path`` under ``key``.
 
-    ``options``: ``target`` (default ``llvm``: this CPU); ``tune_trials`` and
-    ``tune_minutes`` (the budget; none: untuned), ``schedules`` (untuned: ``"default"``, a
-    default schedule per kernel, or ``"naive"``, the plain loops), ``work_dir`` (the tuning database) and
-    ``tuning_key`` (model, shapes and target: what ``tuned.json`` records), see
-    :func:`explorer.lower.relax_tuning.compile_tuned`.
+    ``options``: ``target`` (default ``llvm``: this CPU, or with ``rpc_tracker`` the server's
+    own CPU when it can say, :func:`explorer.lower.relax_target.remote_target`); ``tune_trials``
+    and ``tune_minutes`` (the budget; none: untuned), ``schedules`` (untuned: ``"default"``, a
+    default schedule per kernel, or ``"naive"``, the plain loops), ``tuning_root`` (where the
+    tuning databases live; the database is the target's:
+    :func:`explorer.lower.relax_tuning.tuning_dir`) and ``tuning_key`` (model, shapes and
+    target: what ``tuned.json`` records), see :func:`explorer.lower.relax_tuning.compile_tuned`.
 
     Returns
     -------
@@ -311,24 +313,24 @@ def prepare_tvm(
     from explorer.lower.relax_compile import compile_relax, relax_outputs
 
     started = time.perf_counter()
-    target = str(options.get("target", "llvm"))
+    target, servers = str(options.get("target", "llvm")), []
+    if options.get("rpc_tracker"):  # before anything compiles: no tracker or no server is a clear error
+        from explorer.lower.rpc_tracker import registered_servers
+
+        servers = registered_servers(str(options["rpc_tracker"]), str(options["rpc_key"]))
+        target = _server_target(options) if target == "llvm" else target
     trials, minutes = int(options.get("tune_trials") or 0), options.get("tune_minutes")
     if trials > 0 or minutes or options.get("pretuned"):
-        from explorer.lower.relax_tuning import compile_tuned
+        from explorer.lower.relax_tuning import compile_tuned, tuning_dir
 
-        rpc = None
-        if options.get("rpc_tracker"):  # before tuning: no tracker or no server is a clear error now
-            from explorer.lower.rpc_tracker import registered_servers
-
-            servers = registered_servers(str(options["rpc_tracker"]), str(options["rpc_key"]))
-            rpc = {**options, "rpc_servers": len(servers)}
+        rpc = {**options, "rpc_servers": len(servers)} if servers else None
         compiled = compile_tuned(
             path,
             input_shapes,
             target,
             trials=trials or int(float(minutes or 0) * 60),  # the minutes stop it first
             minutes=float(minutes) if minutes else None,
-            work_dir=str(options["work_dir"]),
+            work_dir=str(tuning_dir(target, options.get("tuning_root"))),  # one database per target
             key=str(options["tuning_key"]),
             pretuned=bool(options.get("pretuned")),
             rpc=rpc,
@@ -402,11 +404,26 @@ COMPILE_INFO = (
     "errors",
     "plan",
     "shipped",
+    "tuning_dir",
 )
 """What a TVM session's info reports of its compile and tuning (from ``compile_tuned``)."""
 
 RPC_REQUEST_TIMEOUT_S = 60.0
 """Seconds to wait for the tracker to hand out a server before giving up with a clear error."""
+
+
+def _server_target(options: Mapping[str, Any]) -> str:
+    """The target of the servers under the key: one server asked for its CPU (triple, CPU,
+    threads); ``llvm`` (this CPU) when it has TVM's runtime only and cannot say."""
+    from explorer.lower.relax_target import remote_target
+    from explorer.lower.rpc_tracker import request_server
+
+    tracker, key = str(options["rpc_tracker"]), str(options["rpc_key"])
+    _, session = request_server(tracker, key, float(options.get("rpc_timeout", RPC_REQUEST_TIMEOUT_S)))
+    try:
+        return remote_target(session) or "llvm"
+    finally:
+        del session  # the server is free for the candidates again
 
 
 def _within(seconds: float, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[bool, Any]:

@@ -52,7 +52,12 @@ class TvmRuntime:
     Parameters
     ----------
     target : str
-        ``llvm`` (this CPU; the only target built here).
+        ``llvm``: this CPU, or with ``rpc_tracker`` the servers' own CPU when they can say (a
+        server with TVM's compiler; a runtime-only one is built for as this CPU). Or an llvm
+        target named in full: ``llvm -mcpu=haswell -num-cores=2`` (AVX2 code, two threads),
+        ``llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a76 -num-cores=4`` for an Arm server
+        (:func:`explorer.lower.relax_target.parse_target`). Each target has its own tuning
+        database.
     tune_trials : int
         MetaSchedule trials in all (0: untuned, unless ``tune_minutes``).
     tune_minutes : float, optional
@@ -79,6 +84,8 @@ class TvmRuntime:
     --------
     >>> TvmRuntime().available()
     True
+    >>> TvmRuntime("llvm -mcpu=haswell -num-cores=2").label
+    'TVM llvm -mcpu=haswell -num-cores=2 untuned (default schedules)'
     """
 
     target: str = "llvm"
@@ -92,6 +99,9 @@ class TvmRuntime:
     schedules: str = "default"
 
     def __post_init__(self) -> None:
+        from explorer.lower.relax_target import parse_target
+
+        parse_target(self.target)  # a malformed target is a ValueError now, not in the worker
         if bool(self.rpc_tracker) != bool(self.rpc_key):
             raise ValueError("rpc_tracker and rpc_key go together: HOST:PORT and the servers' key")
         if self.schedules not in SCHEDULES:
@@ -127,8 +137,16 @@ class TvmRuntime:
         return self.tune_trials > 0 or bool(self.tune_minutes) or self.pretuned
 
     def available(self) -> bool:
-        """Whether apache-tvm is installed and the target is the CPU (``llvm``)."""
-        return self.target == "llvm" and importlib.util.find_spec("tvm") is not None
+        """Whether apache-tvm is installed and the code can run: on this CPU's architecture, or on
+        an RPC server (a target for another architecture needs one)."""
+        import platform
+
+        from explorer.lower.relax_target import parse_target
+
+        triple = str(parse_target(self.target).get("mtriple", ""))
+        here = platform.machine().lower().replace("arm64", "aarch64")
+        runs_here = not triple or triple.split("-", 1)[0].lower() == here
+        return (runs_here or bool(self.rpc_tracker)) and importlib.util.find_spec("tvm") is not None
 
     def options(self) -> dict[str, Any]:
         """``{"target", "tune_trials", "tune_minutes"}``, ``pretuned``, ``schedules`` and
@@ -181,9 +199,7 @@ class TvmRuntime:
         key = session_key(self, graph, shapes)
         options = self.options()
         if self.tuned:
-            from explorer.lower.relax_tuning import tuning_dir
-
-            options["work_dir"] = str(tuning_dir(self.target, self.tuning_root))
+            options["tuning_root"] = self.tuning_root  # the worker picks the target's database in it
             options["tuning_key"] = session_key(  # model (by content: tuned.json outlives the worker),
                 TvmRuntime(self.target),
                 graph,

@@ -81,6 +81,17 @@ def test_bench_cli_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
     tracker = ["--rpc-tracker", "127.0.0.1:1", "--rpc-key", "x"]
     assert main(["bench", "zoo:mlp", "--runtime", "tvm", *tracker]) == 2  # no tracker: a clear error
     assert "no RPC tracker answers at 127.0.0.1:1" in capsys.readouterr().err
+    assert main(["bench", "zoo:mlp", "--runtime", "tvm", "--tvm-target", "llvm -opt=3"]) == 2
+    assert "unknown target flag -opt in 'llvm -opt=3'" in capsys.readouterr().err
+    avx2 = ["--tvm-target", "llvm -mcpu=haswell -num-cores=2"]
+    assert (
+        main(
+            ["bench", "zoo:mlp", "--runtime", "tvm", *avx2, "--min-runs", "3", "--min-seconds", "0", "--json"]
+        )
+        == 0
+    )
+    (row,) = json.loads(capsys.readouterr().out)["results"]
+    assert row["runtime"] == "tvm-llvm -mcpu=haswell -num-cores=2" and row["agrees"]
 
 
 @pytest.mark.parametrize("name", zoo.names())

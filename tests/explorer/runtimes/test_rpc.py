@@ -11,6 +11,9 @@ import pytest
 
 from explorer import load
 from explorer.isolation import worker
+from explorer.lower.relax_target import remote_target
+from explorer.lower.relax_tuning import tuning_dir
+from explorer.lower.rpc_tracker import request_server
 from explorer.runtimes import TvmRuntime, bench, random_feeds
 from tests.explorer.rpc_servers import KEY, free_port, kill, rpc_tracker, server_address, servers_registered
 
@@ -50,6 +53,15 @@ def test_tuning_measures_candidates_on_the_servers(tracker: tuple[str, list], tm
     deadline = time.monotonic() + 60
     while servers_registered(port) < 2 and time.monotonic() < deadline:
         time.sleep(1)
+    _, asked = request_server(address, KEY, wait_s=30)
+    server_cpu = remote_target(asked)  # the database is the servers' target's (their own CPU, asked)
+    del asked
+    assert server_cpu and "-mcpu=" in server_cpu and "-num-cores=" in server_cpu
+    assert (
+        session.info["tuning_dir"]
+        == str(tuning_dir(server_cpu, str(tmp_path)))
+        != str(tuning_dir("llvm", str(tmp_path)))
+    )
 
 
 def test_a_server_dying_while_tuning_costs_its_candidates_only(
