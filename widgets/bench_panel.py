@@ -30,7 +30,7 @@ from explorer import load
 from explorer.core.graph import ModelGraph
 from explorer.core.tensors import format_bytes
 from explorer.onnx_adapter.inputs import concrete_input_shapes
-from explorer.runtimes import OrtRuntime, TvmRuntime, bench, random_feeds
+from explorer.runtimes import OrtRuntime, TorchEagerRuntime, TvmRuntime, bench, random_feeds
 from explorer.runtimes.bench import BenchReport
 from explorer.runtimes.cost_model import node_costs
 from explorer.runtimes.ort import ORT_LEVELS
@@ -96,10 +96,15 @@ class BenchPanel(w.VBox):
         self.profiles: dict[str, Profile] = {}
         self.task_coverage: dict[str, TaskCoverage] = {}
         self.runtimes = w.SelectMultiple(
-            options=[("ONNX Runtime", "ort"), ("TVM", "tvm"), ("TVM plain loops", "tvm-naive")],
+            options=[
+                ("ONNX Runtime", "ort"),
+                ("TVM", "tvm"),
+                ("TVM plain loops", "tvm-naive"),
+                ("PyTorch eager", "torch-eager"),
+            ],
             value=("ort", "tvm"),
             description="runtimes",
-            rows=3,
+            rows=4,
         )
         self.ort_level = w.Dropdown(options=list(ORT_LEVELS), value="all", description="ORT level")
         self.ort_threads = w.BoundedIntText(value=0, min=0, max=256, description="ORT threads")
@@ -177,6 +182,8 @@ class BenchPanel(w.VBox):
             )
         if "tvm-naive" in self.runtimes.value:  # the untuned baseline: TVM's plain loops, no tuning
             runtimes.append(TvmRuntime(schedules="naive"))
+        if "torch-eager" in self.runtimes.value:  # what people run before compiling
+            runtimes.append(TorchEagerRuntime())
         return runtimes
 
     def _progress(self, label: str, event: Any) -> None:

@@ -58,7 +58,8 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="NAME",
-        help="ort, ort-cuda, tvm, or tvm-naive (TVM's plain loops, no schedules) (repeatable)",
+        help="ort, ort-cuda, tvm, tvm-naive (TVM's plain loops, no schedules), or torch-eager (the graph "
+        "node by node as PyTorch calls: what people run before compiling) (repeatable)",
     )
     budget = parser.add_mutually_exclusive_group()
     budget.add_argument(
@@ -78,7 +79,10 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
     )
     add_input_shape(parser)
     parser.add_argument(
-        "--threads", type=non_negative_int, default=0, help="ONNX Runtime's intra-op threads (0: its default)"
+        "--threads",
+        type=non_negative_int,
+        default=0,
+        help="ONNX Runtime's and PyTorch eager's intra-op threads (0: their default)",
     )
     add_fix_options(
         parser,
@@ -129,7 +133,7 @@ def _runtimes(args: argparse.Namespace) -> list[Any]:
                 options.update(rpc_tracker=args.rpc_tracker, rpc_key=args.rpc_key)
             if args.tvm_target:
                 options["target"] = args.tvm_target
-        elif args.threads:
+        elif args.threads:  # ONNX Runtime's and PyTorch's intra-op threads
             options = {"threads": args.threads}
         try:
             runtimes.append(get_runtime(name, **options))

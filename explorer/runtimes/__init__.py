@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from explorer.runtimes.ort_runtime import OrtRuntime
     from explorer.runtimes.profile import Profile
     from explorer.runtimes.roofline import Roofline
+    from explorer.runtimes.torch_runtime import TorchEagerRuntime
     from explorer.runtimes.tvm_runtime import TvmRuntime
 
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "PreparedSession",
     "OrtRuntime",
     "TvmRuntime",
+    "TorchEagerRuntime",
     "bench",
     "get_runtime",
     "BenchResult",
@@ -71,6 +73,7 @@ _LAZY = {
     "PreparedSession": "explorer.runtimes.base",
     "OrtRuntime": "explorer.runtimes.ort_runtime",
     "TvmRuntime": "explorer.runtimes.tvm_runtime",
+    "TorchEagerRuntime": "explorer.runtimes.torch_runtime",
     "bench": "explorer.runtimes.bench",
     "get_runtime": "explorer.runtimes.bench",
     "BenchResult": "explorer.runtimes.bench",

@@ -54,7 +54,7 @@ __all__ = [
     "rounding_floor",
 ]
 
-RUNTIME_NAMES = ("ort", "ort-cuda", "tvm", "tvm-naive")
+RUNTIME_NAMES = ("ort", "ort-cuda", "tvm", "tvm-naive", "torch-eager")
 """Runtime names :func:`get_runtime` (and ``onnx-explorer bench --runtime``) takes."""
 
 TVM_BUILD_KEYS = ("tasks", "tasks_with_records", "task_schedules", "tuning_dir", "rpc_servers", "rpc_notes")
@@ -79,6 +79,10 @@ def get_runtime(name: str, **options: Any) -> Runtime:
         return TvmRuntime(**options)
     if name == "tvm-naive":
         return TvmRuntime(schedules="naive", **options)
+    if name == "torch-eager":
+        from explorer.runtimes.torch_runtime import TorchEagerRuntime
+
+        return TorchEagerRuntime(**options)
     raise ValueError(f"no runtime {name!r}: the runtimes are {', '.join(RUNTIME_NAMES)}")
 
 

@@ -54,3 +54,12 @@ def test_a_tvm_run_shows_each_task_with_its_schedule_share_and_gflops() -> None:
     assert "<th>GFLOP/s</th>" in panel.tasks.value and "default schedule" in panel.tasks.value
     panel.time_menu.value = naive.label
     assert "100% plain loops" in panel.tasks.value
+
+
+def test_pytorch_eager_joins_as_the_baseline_people_run_first() -> None:
+    pytest.importorskip("torch")
+    panel = BenchPanel("zoo:mlp", min_runs=3, min_seconds=0.0)
+    panel.runtimes.value = ("ort", "torch-eager")
+    report = panel.run()
+    assert [r.runtime for r in report.results] == ["ort", "torch-eager"] and report.results[1].agrees
+    assert "PyTorch eager" in panel.table.value and "time: PyTorch eager" in panel.view.color_menu.options
