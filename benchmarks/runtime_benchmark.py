@@ -3,6 +3,8 @@
 For each model, in one process and on the same inputs:
 
 - ``ort``: ONNX Runtime CPU at its default level (``all``), the baseline of every ratio;
+- ``PyTorch eager``: the graph node by node as ``torch`` calls (``TorchEagerRuntime``, when
+  PyTorch is installed; ``--no-eager`` leaves it out): what people run before compiling;
 - ``tvm plain loops``: TVM Relax compiled for this CPU with the default pipeline, no schedule
   (``TvmRuntime(schedules="naive")``: every kernel the loop nest LegalizeOps wrote);
 - ``tvm default schedules``: untuned, each kernel one unmeasured schedule from MetaSchedule's
@@ -24,17 +26,14 @@ is under 5% on an idle machine). The transformer goes through the import's fix f
 schedule, plain loops), its share of the time and the GFLOP/s it reached.
 
 Run: ``.venv/bin/python benchmarks/runtime_benchmark.py [--models resnet18,mobilenetv2,transformer]
-[--tune-minutes 10] [--tuning-root DIR] [--repeat 3] [--profile] [--tasks] [--no-naive]``.
+[--tune-minutes 10] [--tuning-root DIR] [--repeat 3] [--profile] [--tasks] [--no-naive] [--no-eager]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
-import sys
 import tempfile
 import time
 
@@ -42,7 +41,8 @@ from explorer import load
 from explorer.lower import relax_import
 from explorer.lower.tvm_records import shipped_records
 from explorer.onnx_adapter.inputs import concrete_input_shapes
-from explorer.runtimes import OrtRuntime, TvmRuntime, bench
+from explorer.runtimes import OrtRuntime, TorchEagerRuntime, TvmRuntime, bench
+from explorer.runtimes.environment import environment
 from explorer.runtimes.profile import profile
 
 __all__ = ["main", "model_graph"]
@@ -136,16 +136,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true", help="also print the slowest TVM kernels")
     parser.add_argument("--tasks", action="store_true", help="print each TVM build's tasks and schedules")
     parser.add_argument("--no-naive", action="store_true", help="leave out TVM's plain loops")
+    parser.add_argument("--no-eager", action="store_true", help="leave out PyTorch eager")
     parser.add_argument("--json", help="write the figures here")
     args = parser.parse_args(argv)
-    machine = platform.processor() or platform.machine()
-    print(f"{machine}, {os.cpu_count()} cores, python {sys.version.split()[0]}")
+    print(environment())
     rows = []
     tuning_root = args.tuning_root or tempfile.mkdtemp(prefix="tvm-tuning-")
     pretuned = not args.no_pretuned and shipped_records() is not None
     for name in args.models.split(","):
         graph = model_graph(name)
-        runtimes = [OrtRuntime(), *([] if args.no_naive else [TvmRuntime(schedules="naive")]), TvmRuntime()]
+        eager = TorchEagerRuntime()
+        runtimes = [
+            OrtRuntime(),
+            *([] if args.no_eager or not eager.available() else [eager]),
+            *([] if args.no_naive else [TvmRuntime(schedules="naive")]),
+            TvmRuntime(),
+        ]
         if args.tune_minutes > 0:
             runtimes.append(TvmRuntime(tune_minutes=args.tune_minutes, tuning_root=tuning_root))
         if pretuned:  # an empty database each time: the shipped records alone
