@@ -34,7 +34,7 @@ from explorer.runtimes.sessions import SessionGone, run_session, time_session
 if TYPE_CHECKING:
     from explorer.core.graph import ModelGraph
 
-__all__ = ["Runtime", "PreparedSession", "model_key", "session_key"]
+__all__ = ["Runtime", "PreparedSession", "model_key", "session_key", "prepare_in_worker"]
 
 
 @runtime_checkable
@@ -126,6 +126,38 @@ def session_key(
     model = model_key(graph, by_content=by_content)
     text = json.dumps([runtime.name, runtime.options(), model, shapes], sort_keys=True)
     return f"{runtime.name}-" + hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+
+
+def prepare_in_worker(
+    runtime: Runtime,
+    graph: ModelGraph,
+    input_shapes: Mapping[str, Sequence[int]] | None,
+    prepare: Callable[..., dict[str, Any]],
+    *,
+    step: str,
+    progress: Callable[[ProgressEvent], object] | None = None,
+) -> tuple[str, dict[str, Any]]:
+    """Run ``prepare(model file, key, runtime.options())`` in the worker for an ONNX graph:
+    the session's key and what ``prepare`` returned (a refusal comes back as data, ``ok`` False).
+
+    Examples
+    --------
+    >>> from explorer import load
+    >>> from explorer.runtimes.ort_runtime import OrtRuntime
+    >>> from explorer.runtimes.sessions import prepare_ort
+    >>> key, info = prepare_in_worker(OrtRuntime(), load("zoo:mlp"), None, prepare_ort, step="session")
+    >>> key.startswith("ort-"), info["runtime"]
+    (True, 'ort')
+    """
+    from explorer.onnx_adapter.adapter import onnx_model
+    from explorer.onnx_adapter.model_files import worker_source
+
+    onnx_model(graph, "a runtime")
+    key = session_key(runtime, graph, input_shapes)
+    info = worker.run_on_model(
+        prepare, worker_source(graph), key, runtime.options(), step=step, progress=progress
+    )
+    return key, info
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,8 @@ from typing import TYPE_CHECKING, Any
 from explorer.core.errors import RuntimeUnsupportedError
 from explorer.isolation import worker
 from explorer.isolation.worker import ProgressEvent
-from explorer.onnx_adapter.adapter import onnx_model
-from explorer.onnx_adapter.model_files import worker_source
-from explorer.runtimes.base import PreparedSession, session_key
+from explorer.onnx_adapter.adapter import opset_versions
+from explorer.runtimes.base import PreparedSession, prepare_in_worker
 from explorer.runtimes.ort import ORT_LEVELS
 from explorer.runtimes.sessions import prepare_ort
 
@@ -154,15 +153,8 @@ class OrtRuntime:
         ...     print(err.op_type, err.domain, err.opset)
         Foo my.ops 3
         """
-        onnx_model(graph, "a runtime")
-        key = session_key(self, graph, input_shapes)
-        info = worker.run_on_model(
-            prepare_ort,
-            worker_source(graph),
-            key,
-            self.options(),
-            step=f"{self.label}: session",
-            progress=progress,
+        key, info = prepare_in_worker(
+            self, graph, input_shapes, prepare_ort, step=f"{self.label}: session", progress=progress
         )
         if not info.get("ok", True):
             raise _refused(info, graph)
@@ -176,7 +168,7 @@ def _refused(info: Mapping[str, Any], graph: ModelGraph) -> RuntimeUnsupportedEr
     op, domain = info.get("op_type"), info.get("domain")
     if op and domain is None and model is not None:
         domain = _node_domain(model, str(op), str(info.get("node") or ""))
-    opsets = {(o.domain or ""): int(o.version) for o in model.opset_import} if model is not None else {}
+    opsets = opset_versions(graph)
     key = "" if domain in (None, "ai.onnx") else str(domain)
     node = f" (node {info['node']})" if info.get("node") else ""
     return RuntimeUnsupportedError(

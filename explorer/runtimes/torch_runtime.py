@@ -19,11 +19,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from explorer.core.errors import RuntimeUnsupportedError
-from explorer.isolation import worker
 from explorer.isolation.worker import ProgressEvent
-from explorer.onnx_adapter.adapter import onnx_model
-from explorer.onnx_adapter.model_files import worker_source
-from explorer.runtimes.base import PreparedSession, session_key
+from explorer.onnx_adapter.adapter import opset_versions
+from explorer.runtimes.base import PreparedSession, prepare_in_worker
 from explorer.runtimes.sessions import prepare_torch
 
 if TYPE_CHECKING:
@@ -99,18 +97,11 @@ class TorchEagerRuntime:
         ...     print(err.op_type)
         If
         """
-        model = onnx_model(graph, "a runtime")
-        key = session_key(self, graph, input_shapes)
-        info = worker.run_on_model(
-            prepare_torch,
-            worker_source(graph),
-            key,
-            self.options(),
-            step=f"{self.label}: load",
-            progress=progress,
+        key, info = prepare_in_worker(
+            self, graph, input_shapes, prepare_torch, step=f"{self.label}: load", progress=progress
         )
         if not info.get("ok", True):
-            opsets = {(o.domain or ""): int(o.version) for o in model.opset_import}
+            opsets = opset_versions(graph)
             domain = str(info.get("domain") or "")
             raise RuntimeUnsupportedError(
                 str(info["reason"]),
