@@ -43,7 +43,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from explorer.lower.relax_target import register_cpu_intrinsics
+from explorer.lower.relax_target import float32_lanes, register_cpu_intrinsics
 
 __all__ = [
     "UNMEASURED",
@@ -110,9 +110,8 @@ def _roles(samples: Sequence[Any]) -> list[str]:
 def _heuristic(func_mod: Any, target: Any) -> Any:
     """The first default design space, replayed with CPU-minded tile sizes; None if it cannot be."""
     from tvm import s_tir
-    from tvm.target.codegen import llvm_get_vector_width
 
-    lanes = max(int(llvm_get_vector_width(target)) // 32, 4)  # float32 lanes: 16 on AVX-512, 8 on AVX2
+    lanes = float32_lanes(target)  # 16 on AVX-512, 8 on AVX2
     context = _context(func_mod, target, _SEED)
     spaces = context.generate_design_space()
     if not spaces:

@@ -29,6 +29,7 @@ __all__ = [
     "parse_target",
     "target_text",
     "remote_target",
+    "float32_lanes",
     "register_cpu_intrinsics",
     "TARGET_FLAGS",
 ]
@@ -134,6 +135,27 @@ def cpu_target(target: str = "llvm") -> Any:
         spec["mcpu"] = tvm.target.codegen.llvm_get_system_cpu()
     spec.setdefault("num-cores", int(cores))
     return tvm.target.Target(spec)
+
+
+def float32_lanes(target: Any) -> int:
+    """float32 lanes of the target's widest vector unit: 16 (AVX-512), 8 (AVX2), else 4 (SSE, NEON).
+
+    Read from the CPU features LLVM knows for the target's CPU (``llvm_get_vector_width`` says
+    512 for ``haswell`` on an AVX-512 host).
+
+    Examples
+    --------
+    >>> float32_lanes(cpu_target("llvm -mcpu=haswell -num-cores=2")), float32_lanes(
+    ...     cpu_target("llvm -mcpu=skylake-avx512 -num-cores=2"))
+    (8, 16)
+    """
+    from tvm.target import codegen
+
+    with target:
+        for feature, lanes in (("avx512f", 16), ("avx2", 8)):
+            if codegen.llvm_cpu_has_features(feature, target):
+                return lanes
+    return 4
 
 
 def remote_target(session: Any) -> str | None:

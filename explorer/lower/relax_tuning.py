@@ -33,7 +33,7 @@ from explorer.lower.pass_failures import PassWatch
 from explorer.lower.relax_exprs import tensor_dims, tensor_dtype
 from explorer.lower.relax_frontend import import_origins, run_importer
 from explorer.lower.relax_passes import ZERO_PIPELINE, relax_pass
-from explorer.lower.relax_target import cpu_target, register_cpu_intrinsics
+from explorer.lower.relax_target import cpu_target, float32_lanes, register_cpu_intrinsics
 from explorer.lower.rpc_measure import ServerLog, server_runner
 from explorer.lower.tuning_log import record_trials, tuned_trials
 from explorer.lower.tvm_records import seed_database
@@ -89,7 +89,7 @@ def build_candidate(mod: Any, target: Any, _params: Any = None) -> Any:
     >>> from tvm.s_tir import meta_schedule as ms
     >>> from explorer import zoo
     >>> from explorer.lower.relax_frontend import run_importer
-    >>> from explorer.lower.relax_target import cpu_target, register_cpu_intrinsics
+    >>> from explorer.lower.relax_target import cpu_target, float32_lanes, register_cpu_intrinsics
     >>> target = cpu_target()
     >>> module = tuning_module(run_importer(zoo.build("mlp"), {"input": [1, 1, 28, 28]})["module"], target)
     >>> task = ms.relax_integration.extract_tasks(module, target)[0]
@@ -201,7 +201,7 @@ def tuning_module(module: Any, target: Any, fast_math: bool = True) -> Any:
     >>> from explorer import zoo
     >>> from explorer.lower.relax_frontend import run_importer
     >>> from explorer.lower.relax_graph_data import module_counts
-    >>> from explorer.lower.relax_target import cpu_target, register_cpu_intrinsics
+    >>> from explorer.lower.relax_target import cpu_target, float32_lanes, register_cpu_intrinsics
     >>> imported = run_importer(zoo.build("mlp"), {"input": [1, 1, 28, 28]})["module"]
     >>> counts = module_counts(tuning_module(imported, cpu_target()))
     >>> counts["fused"], counts["prim_funcs"]  # three Gemm (+ReLU) kernels fused, and the reshape
@@ -238,7 +238,7 @@ def finish_tuned(module: Any, target: Any, work_dir: str) -> Any:
     >>> import tempfile
     >>> from explorer import zoo
     >>> from explorer.lower.relax_frontend import run_importer
-    >>> from explorer.lower.relax_target import cpu_target, register_cpu_intrinsics
+    >>> from explorer.lower.relax_target import cpu_target, float32_lanes, register_cpu_intrinsics
     >>> target = cpu_target()
     >>> module = tuning_module(run_importer(zoo.build("mlp"), {"input": [1, 1, 28, 28]})["module"], target)
     >>> finished = finish_tuned(module, target, tempfile.mkdtemp())  # an empty database: nothing tuned
@@ -275,7 +275,7 @@ def measure_tasks(module: Any, tasks: Sequence[Any], target: Any, defaults: Any 
     >>> from tvm.s_tir import meta_schedule as ms
     >>> from explorer import zoo
     >>> from explorer.lower.relax_frontend import run_importer
-    >>> from explorer.lower.relax_target import cpu_target, register_cpu_intrinsics
+    >>> from explorer.lower.relax_target import cpu_target, float32_lanes, register_cpu_intrinsics
     >>> target = cpu_target()
     >>> module = tuning_module(run_importer(zoo.build("mlp"), {"input": [1, 1, 28, 28]})["module"], target)
     >>> times = measure_tasks(module, ms.relax_integration.extract_tasks(module, target), target)
@@ -538,7 +538,7 @@ def compile_tuned(
         worker.report(0.0, f"timing the {len(tasks)} tasks' default schedules: trials go where they gain")
         cores = int(built_for.attrs.get("num-cores", 1))
         measured = measure_tasks(mod, tasks, built_for, defaults)
-        plans = plan_tasks(measured, expected_trials(trials, minutes, cores), cores)
+        plans = plan_tasks(measured, expected_trials(trials, minutes, cores), cores, float32_lanes(built_for))
         callback = _tune(tasks, plans, folder, trials, minutes, ends, rpc)
         out_of_time = ends is not None and time.time() > ends  # the budget, not the trials, ended it
         errors, run = list(callback.errors[:3]), callback.trials

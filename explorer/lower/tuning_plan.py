@@ -38,8 +38,10 @@ __all__ = [
 ]
 
 TUNED_GFLOPS_PER_CORE = 20.0
-"""GFLOP/s per core that MetaSchedule's tuned code reaches here in minutes (AVX2, fp32): the
-estimate of a task's tuned time, for ranking only."""
+"""GFLOP/s per core that MetaSchedule's tuned code reaches here in minutes with 8 float32 lanes
+(AVX2): the estimate of a task's tuned time, for ranking only; scaled by the lanes the target
+has (:func:`plan_tasks`' ``lanes``: 40 per core on AVX-512, where tuned convolutions reached
+50-115 here)."""
 
 MIN_TRIALS_PER_TASK = 32
 """Fewer trials than this rarely beat a task's first random samples: the budget is not spread thinner."""
@@ -123,7 +125,7 @@ def expected_trials(trials: int, minutes: float | None, cores: int) -> int:
     return min(trials, int(minutes * TRIALS_PER_CORE_MINUTE * max(cores, 1)))
 
 
-def plan_tasks(times: Sequence[TaskTime], trials: int, cores: int) -> list[TaskPlan]:
+def plan_tasks(times: Sequence[TaskTime], trials: int, cores: int, lanes: int = 8) -> list[TaskPlan]:
     """Rank the tasks by what tuning may gain and choose those the budget can tune.
 
     At most ``trials // MIN_TRIALS_PER_TASK`` tasks (at least one) are tuned, most gain
@@ -137,6 +139,9 @@ def plan_tasks(times: Sequence[TaskTime], trials: int, cores: int) -> list[TaskP
         The trials the budget will run (:func:`expected_trials`).
     cores : int
         Cores the tuned code runs on.
+    lanes : int
+        float32 lanes of the target's vectors (8: AVX2; 16: AVX-512): a wider unit makes tuned
+        code faster, so a task already at a few tens of GFLOP/s still has much to gain.
 
     Returns
     -------
@@ -149,7 +154,7 @@ def plan_tasks(times: Sequence[TaskTime], trials: int, cores: int) -> list[TaskP
     >>> [p.name for p in plan_tasks(rows, trials=64, cores=2) if p.tuned]
     ['t5', 't4']
     """
-    rate = TUNED_GFLOPS_PER_CORE * max(cores, 1)
+    rate = TUNED_GFLOPS_PER_CORE * max(cores, 1) * max(lanes, 1) / 8
     plans = []
     for t in times:
         floor = t.calls * t.gflop / rate * 1e3

@@ -45,3 +45,15 @@ def test_a_task_already_at_the_tuned_rate_gains_nothing() -> None:
 def test_minutes_bound_the_trials_by_what_the_machine_builds() -> None:
     assert expected_trials(600, None, 2) == 600
     assert expected_trials(600, 10, 2) == 240 < expected_trials(600, 10, 4)
+
+
+def test_a_wider_vector_unit_raises_what_tuned_code_reaches() -> None:
+    # MobileNetV2 on AVX-512: a pointwise convolution at 27 GFLOP/s under its default schedule
+    # and one at 59 GFLOP/s. With AVX2's rate the second has nothing left to gain; with 16 lanes
+    # both do, the first most.
+    times = [TaskTime("pointwise_7x7", 1, 0.030, 1.13), TaskTime("conv_14x14", 1, 0.067, 1.134)]
+    narrow = {p.name: p for p in plan_tasks(times, trials=64, cores=2, lanes=8)}
+    wide = {p.name: p for p in plan_tasks(times, trials=64, cores=2, lanes=16)}
+    assert narrow["conv_14x14"].gain_ms == 0 and not narrow["conv_14x14"].tuned
+    assert wide["pointwise_7x7"].gain_ms > wide["conv_14x14"].gain_ms > 0
+    assert wide["pointwise_7x7"].tuned and wide["conv_14x14"].tuned
