@@ -30,6 +30,7 @@ __all__ = [
     "target_text",
     "remote_target",
     "float32_lanes",
+    "runs_here",
     "register_cpu_intrinsics",
     "TARGET_FLAGS",
 ]
@@ -156,6 +157,43 @@ def float32_lanes(target: Any) -> int:
             if codegen.llvm_cpu_has_features(feature, target):
                 return lanes
     return 4
+
+
+def runs_here(target: Any) -> str | None:
+    """None when code built for ``target`` runs on this CPU; else why not, in words (another
+    architecture, or a vector unit this CPU lacks: running it would stop the process on an
+    illegal instruction).
+
+    Examples
+    --------
+    >>> runs_here(cpu_target()) is None
+    True
+    >>> runs_here(cpu_target("llvm -mtriple=aarch64-linux-gnu -num-cores=4"))
+    'it is built for aarch64, and this machine is x86_64'
+    """
+    import platform
+
+    from tvm.target import codegen
+
+    from explorer.lower.tvm_records import cpu_flags
+
+    def arch(name: str) -> str:
+        name = name.lower()
+        return {"arm64": "aarch64", "amd64": "x86_64"}.get(name, name)
+
+    here = arch(platform.machine())
+    triple = str(target.attrs.get("mtriple", "") or "")
+    if triple and arch(triple.split("-", 1)[0]) != here:
+        return f"it is built for {arch(triple.split('-', 1)[0])}, and this machine is {here}"
+    if here == "x86_64":
+        have = cpu_flags()
+        with target:
+            lacking = [
+                f for f in ("avx512f", "avx2") if codegen.llvm_cpu_has_features(f, target) and f not in have
+            ]
+        if lacking and have:
+            return f"it uses {', '.join(lacking)}, which this CPU lacks"
+    return None
 
 
 def remote_target(session: Any) -> str | None:

@@ -33,7 +33,7 @@ from explorer.lower.pass_failures import PassWatch
 from explorer.lower.relax_exprs import tensor_dims, tensor_dtype
 from explorer.lower.relax_frontend import import_origins, run_importer
 from explorer.lower.relax_passes import ZERO_PIPELINE, relax_pass
-from explorer.lower.relax_target import cpu_target, float32_lanes, register_cpu_intrinsics
+from explorer.lower.relax_target import cpu_target, float32_lanes, register_cpu_intrinsics, runs_here
 from explorer.lower.rpc_measure import ServerLog, server_runner
 from explorer.lower.tuning_log import record_trials, tuned_trials
 from explorer.lower.tvm_records import seed_database
@@ -49,6 +49,7 @@ __all__ = [
     "PREPACKED_SUFFIX",
     "finish_tuned",
     "measure_tasks",
+    "flop_times",
     "POPULATION",
     "TRIALS_PER_ITER",
     "build_candidate",
@@ -75,7 +76,11 @@ def tuning_dir(target: str, root: str | os.PathLike[str] | None = None) -> Path:
             os.path.expanduser("~"), ".cache", "onnx-graph-explorer"
         )
         root = os.path.join(base, "tvm-tuning")
-    slug = re.sub(r"[^A-Za-z0-9.]+", "-", target).strip("-") or "target"
+    from explorer.lower.relax_target import parse_target, target_text
+
+    with contextlib.suppress(ValueError):  # one folder per target, however its flags are ordered
+        target = target_text(parse_target(target))  # (one this project cannot build is named as given)
+    slug = re.sub(r"[^A-Za-z0-9.+]+", "-", target).strip("-") or "target"  # keeps -mattr=+avx2 apart
     return Path(root) / slug
 
 
@@ -89,7 +94,7 @@ def build_candidate(mod: Any, target: Any, _params: Any = None) -> Any:
     >>> from tvm.s_tir import meta_schedule as ms
     >>> from explorer import zoo
     >>> from explorer.lower.relax_frontend import run_importer
-    >>> from explorer.lower.relax_target import cpu_target, float32_lanes, register_cpu_intrinsics
+    >>> from explorer.lower.relax_target import cpu_target, float32_lanes, register_cpu_intrinsics, runs_here
     >>> target = cpu_target()
     >>> module = tuning_module(run_importer(zoo.build("mlp"), {"input": [1, 1, 28, 28]})["module"], target)
     >>> task = ms.relax_integration.extract_tasks(module, target)[0]
@@ -201,7 +206,7 @@ def tuning_module(module: Any, target: Any, fast_math: bool = True) -> Any:
     >>> from explorer import zoo
     >>> from explorer.lower.relax_frontend import run_importer
     >>> from explorer.lower.relax_graph_data import module_counts
-    >>> from explorer.lower.relax_target import cpu_target, float32_lanes, register_cpu_intrinsics
+    >>> from explorer.lower.relax_target import cpu_target, float32_lanes, register_cpu_intrinsics, runs_here
     >>> imported = run_importer(zoo.build("mlp"), {"input": [1, 1, 28, 28]})["module"]
     >>> counts = module_counts(tuning_module(imported, cpu_target()))
     >>> counts["fused"], counts["prim_funcs"]  # three Gemm (+ReLU) kernels fused, and the reshape
@@ -238,7 +243,7 @@ def finish_tuned(module: Any, target: Any, work_dir: str) -> Any:
     >>> import tempfile
     >>> from explorer import zoo
     >>> from explorer.lower.relax_frontend import run_importer
-    >>> from explorer.lower.relax_target import cpu_target, float32_lanes, register_cpu_intrinsics
+    >>> from explorer.lower.relax_target import cpu_target, float32_lanes, register_cpu_intrinsics, runs_here
     >>> target = cpu_target()
     >>> module = tuning_module(run_importer(zoo.build("mlp"), {"input": [1, 1, 28, 28]})["module"], target)
     >>> finished = finish_tuned(module, target, tempfile.mkdtemp())  # an empty database: nothing tuned
@@ -275,7 +280,7 @@ def measure_tasks(module: Any, tasks: Sequence[Any], target: Any, defaults: Any 
     >>> from tvm.s_tir import meta_schedule as ms
     >>> from explorer import zoo
     >>> from explorer.lower.relax_frontend import run_importer
-    >>> from explorer.lower.relax_target import cpu_target, float32_lanes, register_cpu_intrinsics
+    >>> from explorer.lower.relax_target import cpu_target, float32_lanes, register_cpu_intrinsics, runs_here
     >>> target = cpu_target()
     >>> module = tuning_module(run_importer(zoo.build("mlp"), {"input": [1, 1, 28, 28]})["module"], target)
     >>> times = measure_tasks(module, ms.relax_integration.extract_tasks(module, target), target)
@@ -309,6 +314,24 @@ def measure_tasks(module: Any, tasks: Sequence[Any], target: Any, defaults: Any 
         calls, ms = per_symbol.get(task.task_name, (int(task.weight), 0.0))
         times.append(TaskTime(task.task_name, int(calls), _task_gflop(task), float(ms)))
     return times
+
+
+def flop_times(tasks: Sequence[Any], cores: int) -> list[Any]:
+    """Each task's time estimated from its FLOPs (at a quarter of the tuned rate), where its code
+    cannot run here to be timed (a server's CPU): the plan then ranks tasks by their work.
+
+    Examples
+    --------
+    >>> flop_times([], cores=2)
+    []
+    """
+    from explorer.lower.tuning_plan import TUNED_GFLOPS_PER_CORE, TaskTime
+
+    rate = TUNED_GFLOPS_PER_CORE * max(cores, 1) / 4  # GFLOP/s: ms = GFLOP / rate * 1e3
+    return [
+        TaskTime(t.task_name, int(t.weight), _task_gflop(t), int(t.weight) * _task_gflop(t) / rate * 1e3)
+        for t in tasks
+    ]
 
 
 def _task_gflop(task: Any) -> float:
@@ -537,7 +560,10 @@ def compile_tuned(
         started, ends = time.perf_counter(), (time.time() + minutes * 60 if minutes else None)
         worker.report(0.0, f"timing the {len(tasks)} tasks' default schedules: trials go where they gain")
         cores = int(built_for.attrs.get("num-cores", 1))
-        measured = measure_tasks(mod, tasks, built_for, defaults)
+        if runs_here(built_for) is None:
+            measured = measure_tasks(mod, tasks, built_for, defaults)
+        else:  # a server's CPU this one cannot run (it would stop on an illegal instruction): the FLOPs
+            measured = flop_times(tasks, cores)
         plans = plan_tasks(measured, expected_trials(trials, minutes, cores), cores, float32_lanes(built_for))
         callback = _tune(tasks, plans, folder, trials, minutes, ends, rpc)
         out_of_time = ends is not None and time.time() > ends  # the budget, not the trials, ended it

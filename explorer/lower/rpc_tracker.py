@@ -20,9 +20,17 @@ from __future__ import annotations
 import json
 import socket
 import struct
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["TRACKER_WAIT_S", "tracker_summary", "servers_under", "registered_servers", "request_server"]
+__all__ = [
+    "TRACKER_WAIT_S",
+    "tracker_summary",
+    "servers_under",
+    "registered_servers",
+    "request_server",
+    "call_within",
+]
 
 TRACKER_WAIT_S = 5.0
 """Seconds a tracker has to answer before it counts as gone."""
@@ -49,6 +57,9 @@ def _connect(address: str, wait_s: float) -> socket.socket:
         sock.sendall(struct.pack("<i", base.RPC_TRACKER_MAGIC))
         if struct.unpack("<i", base.recvall(sock, 4))[0] != base.RPC_TRACKER_MAGIC:
             raise ConnectionError(f"what answers at {address} is not a TVM RPC tracker")
+    except ConnectionError:
+        sock.close()
+        raise
     except (OSError, struct.error) as err:
         sock.close()
         raise ConnectionError(f"no RPC tracker answers at {address}: {err}") from None
@@ -145,8 +156,8 @@ def request_server(
     from tvm.rpc import base
 
     with _connect(address, wait_s) as sock:
-        base.sendjson(sock, [base.TrackerCode.REQUEST, key, "", priority])
         try:
+            base.sendjson(sock, [base.TrackerCode.REQUEST, key, "", priority])
             answer = base.recvjson(sock)
         except TimeoutError:
             why = f"none was free within {wait_s:.0f} s"
@@ -156,9 +167,37 @@ def request_server(
     if answer[0] != base.TrackerCode.SUCCESS:
         raise ConnectionError(f"the tracker at {address} refused the request for key {key!r}: {answer}")
     url, port, match_key = answer[1]
-    try:
-        session = rpc.connect(url, port, match_key, session_timeout=session_timeout)
-    except Exception as err:  # TVM raises its own error types for a refused or dead server
-        why = f"the RPC server {url}:{port} for key {key!r} refused a session: {err}"
-        raise ConnectionError(why) from None
+    done, session = call_within(wait_s, rpc.connect, url, port, match_key, session_timeout=session_timeout)
+    if not done:  # a server still listed but dead, or one that accepts and never answers
+        why = session or f"no answer within {wait_s:.0f} s"
+        raise ConnectionError(f"the RPC server {url}:{port} for key {key!r} gave no session: {why}")
     return f"{url}:{port}", session
+
+
+def call_within(seconds: float, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[bool, Any]:
+    """Call ``fn`` in a thread and wait at most ``seconds``: ``(True, value)``, or ``(False, the
+    exception, or None while it still waits)``. A socket read cannot be interrupted, so the
+    thread is left to finish, or to end with the process.
+
+    Examples
+    --------
+    >>> call_within(1.0, max, 2, 3)
+    (True, 3)
+    >>> done, why = call_within(1.0, int, "x")
+    >>> done, type(why).__name__
+    (False, 'ValueError')
+    """
+    import threading
+
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn(*args, **kwargs)
+        except Exception as err:  # handed back
+            box["error"] = err
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    return ("value" in box), box.get("value", box.get("error"))

@@ -403,6 +403,15 @@ def prepare_tvm(
 
         servers = registered_servers(str(options["rpc_tracker"]), str(options["rpc_key"]))
         target = _server_target(options) if target == "llvm" else target
+    elif target != "llvm":  # a named CPU runs here: refuse one this CPU cannot run before it stops the worker
+        from explorer.lower.relax_target import cpu_target, runs_here
+
+        why = runs_here(cpu_target(target))
+        if why is not None:
+            raise ValueError(
+                f"TVM target {target!r} cannot run on this machine: {why}; run it on a server that can "
+                "(rpc_tracker / --rpc-tracker) or name a CPU this one runs"
+            )
     trials, minutes = int(options.get("tune_trials") or 0), options.get("tune_minutes")
     if trials > 0 or minutes or options.get("pretuned"):
         from explorer.lower.relax_tuning import compile_tuned, tuning_dir
@@ -510,26 +519,6 @@ def _server_target(options: Mapping[str, Any]) -> str:
         del session  # the server is free for the candidates again
 
 
-def _within(seconds: float, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[bool, Any]:
-    """Call ``fn`` in a thread and wait at most ``seconds``: ``(True, value)``, or ``(False, the
-    exception, or None while it still waits)``; a socket read cannot be interrupted, so the
-    thread is left to finish, or to end with the worker."""
-    import threading
-
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = fn(*args, **kwargs)
-        except Exception as err:  # handed back
-            box["error"] = err
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    return ("value" in box), box.get("value", box.get("error"))
-
-
 def _remote_session(compiled: Mapping[str, Any], options: Mapping[str, Any], started: float) -> _Session:
     """Upload the compiled library to a server from the tracker, and run and time it there."""
     import tempfile
@@ -538,7 +527,7 @@ def _remote_session(compiled: Mapping[str, Any], options: Mapping[str, Any], sta
     from tvm import relax
 
     from explorer.lower.relax_compile import relax_outputs
-    from explorer.lower.rpc_tracker import registered_servers, request_server
+    from explorer.lower.rpc_tracker import call_within, registered_servers, request_server
 
     tracker, key = str(options["rpc_tracker"]), str(options["rpc_key"])
     registered_servers(tracker, key)  # no tracker, or no server under the key: a clear error at once
@@ -557,7 +546,7 @@ def _remote_session(compiled: Mapping[str, Any], options: Mapping[str, Any], sta
         """``fn`` with a time limit: a server that died may leave a call waiting on its socket."""
 
         def call(*args: Any) -> Any:
-            done, value = _within(limit, fn, *args)
+            done, value = call_within(limit, fn, *args)
             if done:
                 return value
             why = value or f"no answer within {limit:.0f} s"

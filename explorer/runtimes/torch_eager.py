@@ -52,6 +52,9 @@ class TorchUnsupported(ValueError):
         super().__init__(message)
         self.op_type, self.node = op_type, node
 
+    def __reduce__(self) -> tuple[Any, tuple[str, str, str]]:  # across the worker's pipe, whole
+        return type(self), (str(self), self.op_type, self.node)
+
 
 def _attrs(node: Any) -> dict[str, Any]:
     from onnx import helper
@@ -162,6 +165,8 @@ def _resize(
     mode = _text(a.get("mode", "nearest"))
     transform = _text(a.get("coordinate_transformation_mode", "half_pixel"))
     if sizes is not None and sizes.numel():
+        if sizes.numel() != x.dim():
+            raise _refuse(node, f"{sizes.numel()} sizes for a rank-{x.dim()} input")
         size = _ints(sizes)[2:]
     elif scales is not None and scales.numel():
         size = [int(d * s) for d, s in zip(x.shape[2:], scales.reshape(-1).tolist()[2:], strict=True)]
@@ -229,7 +234,7 @@ def _split(a: dict[str, Any], x: Any, split: Any = None, outputs: int = 1) -> An
     if not sizes:
         parts = a.get("num_outputs", outputs)
         step = -(-x.shape[axis] // parts)
-        sizes = [min(step, x.shape[axis] - i * step) for i in range(parts)]
+        sizes = [max(0, min(step, x.shape[axis] - i * step)) for i in range(parts)]
     return list(x.split(sizes, dim=axis))
 
 
@@ -254,9 +259,9 @@ def _ops() -> dict[str, Callable[..., Any]]:
     import torch.nn.functional as F
 
     def clip(n: Any, a: dict[str, Any], x: Any, low: Any = None, high: Any = None) -> Any:
-        low = a.get("min") if low is None else float(low)
-        high = a.get("max") if high is None else float(high)
-        return torch.clamp(x, low, high)
+        low = a.get("min") if low is None else low.item()
+        high = a.get("max") if high is None else high.item()
+        return x if low is None and high is None else torch.clamp(x, low, high)
 
     return {
         "Add": lambda n, a, x, y: x + y,
@@ -290,7 +295,7 @@ def _ops() -> dict[str, Callable[..., Any]]:
             [x.shape[i] if d == 0 and not a.get("allowzero", 0) else d for i, d in enumerate(_ints(shape))]
         ),
         "Transpose": lambda n, a, x: x.permute(a.get("perm", list(range(x.dim() - 1, -1, -1)))),
-        "Softmax": lambda n, a, x: torch.softmax(x, dim=a.get("axis", -1)),
+        "Softmax": lambda n, a, x: _softmax(a, x),
         "Concat": lambda n, a, *xs: torch.cat(xs, dim=a["axis"]),
         "Constant": lambda n, a: _constant(a),
         "Shape": lambda n, a, x: torch.tensor(
@@ -324,6 +329,18 @@ def _ops() -> dict[str, Callable[..., Any]]:
     }
 
 
+def _softmax(a: dict[str, Any], x: Any) -> Any:
+    """Softmax as the model's opset defines it: over ``axis`` (default -1) from opset 13; before,
+    over the input flattened to 2-D at ``axis`` (default 1)."""
+    import torch
+
+    if a.get("_opset", 13) >= 13:
+        return torch.softmax(x, dim=a.get("axis", -1))
+    axis = a.get("axis", 1) % max(x.dim(), 1)
+    rows = int(np.prod(x.shape[:axis])) if axis else 1
+    return torch.softmax(x.reshape(rows, -1), dim=1).reshape(x.shape)
+
+
 def _unsqueeze(x: Any, axes: Sequence[int]) -> Any:
     rank = x.dim() + len(axes)
     for axis in sorted(a % rank for a in axes):
@@ -352,6 +369,36 @@ def _refuse(node: Any, why: str) -> TorchUnsupported:
     return TorchUnsupported(
         f"PyTorch eager here cannot run {node.op_type} node {name!r}: {why}", node.op_type, name
     )
+
+
+def _attribute_refusal(node: Any, a: dict[str, Any]) -> str | None:
+    """Why this translation cannot follow a node's attributes (checked when the program is made)."""
+    op = node.op_type
+    if op in ("Conv", "MaxPool", "AveragePool") and _text(a.get("auto_pad", "NOTSET")) not in (
+        "NOTSET",
+        "VALID",
+    ):
+        return f"auto_pad={_text(a['auto_pad'])}"
+    if op in ("MaxPool", "AveragePool") and len(a.get("kernel_shape", ())) != 2:
+        return "a pool that is not 2-D"
+    if op == "AveragePool" and not a.get("count_include_pad", 0):
+        pads = list(a.get("pads", ())) or [0, 0, 0, 0]
+        if pads[:2] != pads[2:]:
+            return "uneven pads that the average must leave out (count_include_pad=0)"
+    if op == "Resize":
+        if (
+            a.get("axes")
+            or a.get("antialias", 0)
+            or _text(a.get("keep_aspect_ratio_policy", "stretch")) != "stretch"
+        ):
+            return "axes, antialias or keep_aspect_ratio_policy (opset 18)"
+        mode = _text(a.get("mode", "nearest"))
+        transform = _text(a.get("coordinate_transformation_mode", "half_pixel"))
+        if mode == "cubic" or (
+            mode == "linear" and transform not in ("half_pixel", "pytorch_half_pixel", "align_corners")
+        ):
+            return f"mode {mode} with {transform}"
+    return None
 
 
 def unsupported_nodes(model: Any) -> list[tuple[str, str]]:
@@ -404,9 +451,17 @@ def torch_program(model: Any) -> Callable[..., list[Any]]:
             op,
             name,
         )
+    for node in model.graph.node:
+        why = _attribute_refusal(node, _attrs(node))
+        if why is not None:
+            raise _refuse(node, why)
+    opset = next((int(o.version) for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
     ops = _ops()
     weights = {t.name: torch.from_numpy(np.array(numpy_helper.to_array(t))) for t in model.graph.initializer}
-    steps = [(ops[n.op_type], n, _attrs(n), list(n.input), list(n.output)) for n in model.graph.node]
+    steps = [
+        (ops[n.op_type], n, {**_attrs(n), "_opset": opset}, list(n.input), list(n.output))
+        for n in model.graph.node
+    ]
     outputs = [o.name for o in model.graph.output]
 
     def program(inputs: Mapping[str, Any], times: list[tuple[str, str, float]] | None = None) -> list[Any]:

@@ -57,7 +57,8 @@ class TvmRuntime:
         target named in full: ``llvm -mcpu=haswell -num-cores=2`` (AVX2 code, two threads),
         ``llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a76 -num-cores=4`` for an Arm server
         (:func:`explorer.lower.relax_target.parse_target`). Each target has its own tuning
-        database.
+        database. ``-num-cores`` is the threads the kernels are scheduled and tuned for; TVM's
+        pool here keeps one thread per physical core.
     tune_trials : int
         MetaSchedule trials in all (0: untuned, unless ``tune_minutes``).
     tune_minutes : float, optional
@@ -143,9 +144,11 @@ class TvmRuntime:
 
         from explorer.lower.relax_target import parse_target
 
+        def arch(name: str) -> str:
+            return {"arm64": "aarch64", "amd64": "x86_64"}.get(name.lower(), name.lower())
+
         triple = str(parse_target(self.target).get("mtriple", ""))
-        here = platform.machine().lower().replace("arm64", "aarch64")
-        runs_here = not triple or triple.split("-", 1)[0].lower() == here
+        runs_here = not triple or arch(triple.split("-", 1)[0]) == arch(platform.machine())
         return (runs_here or bool(self.rpc_tracker)) and importlib.util.find_spec("tvm") is not None
 
     def options(self) -> dict[str, Any]:

@@ -66,4 +66,18 @@ def test_avx2_code_runs_here_and_agrees_with_onnx_runtime() -> None:
     feeds = random_feeds(graph.model)
     want = OrtRuntime().prepare(graph).run(feeds)[0]
     np.testing.assert_allclose(session.run(feeds)[0], want, rtol=1e-4, atol=1e-5)
-    assert not TvmRuntime("llvm -mtriple=aarch64-linux-gnu").available()  # another architecture, no server
+    assert not TvmRuntime("llvm -mtriple=aarch64-linux-gnu").available()  # another architecture
+
+
+def test_a_cpu_this_machine_cannot_run_is_refused_in_words_not_run() -> None:
+    from explorer.lower.relax_target import runs_here
+    from explorer.lower.relax_tuning import tuning_dir
+
+    arm = "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a76 -num-cores=4"
+    assert "aarch64" in runs_here(cpu_target(arm)) and runs_here(cpu_target()) is None
+    assert not TvmRuntime(arm).available()
+    assert TvmRuntime(arm, rpc_tracker="127.0.0.1:9190", rpc_key="phone").available()  # a server runs it
+    with pytest.raises(ValueError, match="cannot run on this machine: it is built for aarch64"):
+        TvmRuntime(arm).prepare(load("zoo:mlp"))
+    assert tuning_dir("llvm -num-cores=2 -mcpu=haswell") == tuning_dir("llvm -mcpu=haswell -num-cores=2")
+    assert tuning_dir("llvm -mattr=+avx2") != tuning_dir("llvm -mattr=-avx2")
