@@ -31,6 +31,7 @@ __all__ = [
     "remote_target",
     "float32_lanes",
     "runs_here",
+    "foreign_architecture",
     "register_cpu_intrinsics",
     "TARGET_FLAGS",
 ]
@@ -159,6 +160,28 @@ def float32_lanes(target: Any) -> int:
     return 4
 
 
+def _arch(name: str) -> str:
+    """An architecture's one name (``arm64`` is ``aarch64``, ``amd64`` is ``x86_64``)."""
+    name = name.lower()
+    return {"arm64": "aarch64", "amd64": "x86_64"}.get(name, name)
+
+
+def foreign_architecture(triple: str) -> str | None:
+    """The architecture of an LLVM triple when it is not this machine's; None when it is (or no
+    triple is given: this machine). Needs no TVM.
+
+    Examples
+    --------
+    >>> import platform
+    >>> foreign_architecture(""), foreign_architecture(f"{platform.machine()}-linux-gnu")
+    (None, None)
+    """
+    import platform
+
+    arch = _arch(triple.split("-", 1)[0]) if triple else None
+    return arch if arch is not None and arch != _arch(platform.machine()) else None
+
+
 def runs_here(target: Any) -> str | None:
     """None when code built for ``target`` runs on this CPU; else why not, in words (another
     architecture, or a vector unit this CPU lacks: running it would stop the process on an
@@ -177,14 +200,10 @@ def runs_here(target: Any) -> str | None:
 
     from explorer.lower.tvm_records import cpu_flags
 
-    def arch(name: str) -> str:
-        name = name.lower()
-        return {"arm64": "aarch64", "amd64": "x86_64"}.get(name, name)
-
-    here = arch(platform.machine())
-    triple = str(target.attrs.get("mtriple", "") or "")
-    if triple and arch(triple.split("-", 1)[0]) != here:
-        return f"it is built for {arch(triple.split('-', 1)[0])}, and this machine is {here}"
+    here = _arch(platform.machine())
+    other = foreign_architecture(str(target.attrs.get("mtriple", "") or ""))
+    if other is not None:
+        return f"it is built for {other}, and this machine is {here}"
     if here == "x86_64":
         have = cpu_flags()
         with target:

@@ -328,10 +328,11 @@ def flop_times(tasks: Sequence[Any], cores: int) -> list[Any]:
     from explorer.lower.tuning_plan import TUNED_GFLOPS_PER_CORE, TaskTime
 
     rate = TUNED_GFLOPS_PER_CORE * max(cores, 1) / 4  # GFLOP/s: ms = GFLOP / rate * 1e3
-    return [
-        TaskTime(t.task_name, int(t.weight), _task_gflop(t), int(t.weight) * _task_gflop(t) / rate * 1e3)
-        for t in tasks
-    ]
+    times = []
+    for task in tasks:
+        calls, gflop = int(task.weight), _task_gflop(task)
+        times.append(TaskTime(task.task_name, calls, gflop, calls * gflop / rate * 1e3))
+    return times
 
 
 def _task_gflop(task: Any) -> float:

@@ -527,10 +527,9 @@ def _remote_session(compiled: Mapping[str, Any], options: Mapping[str, Any], sta
     from tvm import relax
 
     from explorer.lower.relax_compile import relax_outputs
-    from explorer.lower.rpc_tracker import call_within, registered_servers, request_server
+    from explorer.lower.rpc_tracker import call_within, request_server
 
-    tracker, key = str(options["rpc_tracker"]), str(options["rpc_key"])
-    registered_servers(tracker, key)  # no tracker, or no server under the key: a clear error at once
+    tracker, key = str(options["rpc_tracker"]), str(options["rpc_key"])  # prepare_tvm checked both
     _, remote = request_server(tracker, key, float(options.get("rpc_timeout", RPC_REQUEST_TIMEOUT_S)))
     folder = tempfile.mkdtemp(prefix="explorer-rpc-")
     library = os.path.join(folder, "model.so")

@@ -140,15 +140,9 @@ class TvmRuntime:
     def available(self) -> bool:
         """Whether apache-tvm is installed and the code can run: on this CPU's architecture, or on
         an RPC server (a target for another architecture needs one)."""
-        import platform
+        from explorer.lower.relax_target import foreign_architecture, parse_target
 
-        from explorer.lower.relax_target import parse_target
-
-        def arch(name: str) -> str:
-            return {"arm64": "aarch64", "amd64": "x86_64"}.get(name.lower(), name.lower())
-
-        triple = str(parse_target(self.target).get("mtriple", ""))
-        runs_here = not triple or arch(triple.split("-", 1)[0]) == arch(platform.machine())
+        runs_here = foreign_architecture(str(parse_target(self.target).get("mtriple", ""))) is None
         return (runs_here or bool(self.rpc_tracker)) and importlib.util.find_spec("tvm") is not None
 
     def options(self) -> dict[str, Any]:
