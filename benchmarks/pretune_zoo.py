@@ -8,10 +8,12 @@ then the best record of every task goes to
 and ``onnx-explorer bench --pretuned`` apply them.
 
 Run: ``.venv/bin/python benchmarks/pretune_zoo.py [--models resnet18,mobilenetv2,transformer]
-[--minutes 10] [--work-dir DIR] [--export-only] [--from-shipped] [--target TARGET]``. ``--from-shipped`` seeds
-the database with the records shipped now, so a longer budget for one model builds on them
-and the export keeps every model's. ``--export-only`` writes what
-``--work-dir`` (a tuning root, e.g. the runtime benchmark's ``--tuning-root``) holds.
+[--minutes 10] [--work-dir DIR] [--export-only] [--from-shipped] [--every-task] [--target TARGET]``.
+``--from-shipped`` seeds the database with the records shipped now, so a longer budget for one
+model builds on them and the export keeps every model's; ``--every-task`` gives every task
+without a record its first round of trials as well, so that no kernel is shipped untuned.
+``--export-only`` writes what ``--work-dir`` (a tuning root, e.g. the runtime benchmark's
+``--tuning-root``) holds.
 ``--target 'llvm -mcpu=haswell -num-cores=2'`` tunes AVX2 code on two threads (on any x86 CPU
 with AVX2) for the ``llvm-x86_64-avx2`` records, whatever the widest vector unit here is.
 """
@@ -77,6 +79,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--from-shipped", action="store_true", help="start from the records shipped now (tune on from them)"
     )
+    parser.add_argument(
+        "--every-task",
+        action="store_true",
+        help="every task without a record gets its first round of trials too (no kernel shipped untuned)",
+    )
     parser.add_argument("--out", help=f"where to write (default: {RECORDS_ROOT}/<records key>)")
     parser.add_argument(
         "--target",
@@ -97,7 +104,11 @@ def main(argv: list[str] | None = None) -> int:
     built_for = "llvm"
     for name in args.models.split(","):
         runtime = TvmRuntime(
-            args.target, tune_minutes=args.minutes, tuning_root=root, pretuned=args.from_shipped
+            args.target,
+            tune_minutes=args.minutes,
+            tuning_root=root,
+            pretuned=args.from_shipped,
+            tune_every_task=args.every_task,
         )
         if args.export_only:
             models.setdefault(name, {"minutes": args.minutes})
@@ -113,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
             "trials_run": info.get("trials_run"),
             "tasks": info.get("tasks"),
             "tasks_tuned": sum(1 for p in info.get("plan") or () if p["tuned"]),
+            "tasks_with_records": info.get("tasks_with_records"),
             "tune_s": round(float(info.get("tune_s") or 0.0), 1),
             "threads": info.get("threads"),  # what the measurements ran on (TVM's pool in the worker)
             "cpu": where,

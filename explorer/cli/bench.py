@@ -73,6 +73,12 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "--tune-minutes", type=non_negative_float, default=None, metavar="M", help="tune TVM for M minutes"
     )
     parser.add_argument(
+        "--tune-every-task",
+        action="store_true",
+        help="with a budget: every TVM task without a record gets its first round of trials too, "
+        "however little time it takes (the rest of the budget goes where the time is)",
+    )
+    parser.add_argument(
         "--pretuned",
         action="store_true",
         help="TVM applies the tuning records shipped for this CPU (with a budget, tunes on from them)",
@@ -129,6 +135,8 @@ def _runtimes(args: argparse.Namespace) -> list[Any]:
                 options = {"tune_trials": args.tune_trials, "tune_minutes": args.tune_minutes}
                 if args.pretuned:
                     options["pretuned"] = True
+                if args.tune_every_task:
+                    options["tune_every_task"] = True
             if args.rpc_tracker or args.rpc_key:
                 options.update(rpc_tracker=args.rpc_tracker, rpc_key=args.rpc_key)
             if args.tvm_target:

@@ -23,7 +23,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -263,12 +263,17 @@ def finish_tuned(module: Any, target: Any, work_dir: str) -> Any:
         )(module)
 
 
-def measure_tasks(module: Any, tasks: Sequence[Any], target: Any, defaults: Any = None) -> list[Any]:
-    """Compile ``module`` untuned and time each task's calls in one inference on generated inputs.
+def measure_tasks(
+    module: Any, tasks: Sequence[Any], target: Any, defaults: Any = None, records: Any = None
+) -> list[Any]:
+    """Compile ``module`` as it stands and time each task's calls in one inference on generated inputs.
 
     With ``defaults`` (a :class:`~explorer.lower.default_schedules.DefaultDatabase`) each task
     runs its default schedule, the kernel a build without a record would have: the plan then
     spends trials where tuning can gain over that, not over plain loops.
+    With ``records`` (a MetaSchedule database: tuning on from records) a task that has one runs
+    its record instead, and is marked ``recorded``: the plan then spends trials on the tasks that
+    are still slow.
 
     Returns
     -------
@@ -284,7 +289,7 @@ def measure_tasks(module: Any, tasks: Sequence[Any], target: Any, defaults: Any 
     >>> target = cpu_target()
     >>> module = tuning_module(run_importer(zoo.build("mlp"), {"input": [1, 1, 28, 28]})["module"], target)
     >>> times = measure_tasks(module, ms.relax_integration.extract_tasks(module, target), target)
-    >>> [(t.name, t.calls) for t in times][-1], all(t.untuned_ms >= 0 for t in times)
+    >>> [(t.name, t.calls) for t in times][-1], all(t.current_ms >= 0 for t in times)
     (('reshape1', 1), True)
     """
     import numpy as np
@@ -294,10 +299,15 @@ def measure_tasks(module: Any, tasks: Sequence[Any], target: Any, defaults: Any 
     from explorer.lower.tuning_plan import TaskTime  # pandas: only where tasks are measured
     from explorer.onnx_adapter.inputs import random_array
 
-    if defaults is None:
+    recorded = tasks_with_records(records, tasks, target)
+    if defaults is None and records is None:
         executable = tvm.compile(module, target=target)
     else:
-        with defaults.database:  # the current database: MetaScheduleApplyDatabase reads no folder
+        if records is None or defaults is None:
+            database = records if defaults is None else defaults.database
+        else:  # records first, a default schedule for the rest
+            database = with_defaults(records, defaults)
+        with database:  # the current database: MetaScheduleApplyDatabase reads no folder
             executable = tvm.compile(finish_tuned(module, target, ""), target=target)
     machine = relax.VirtualMachine(executable, tvm.cpu())
     rng = np.random.default_rng(0)
@@ -305,20 +315,43 @@ def measure_tasks(module: Any, tasks: Sequence[Any], target: Any, defaults: Any 
         tvm.runtime.tensor(random_array([int(d) for d in tensor_dims(p.ty)], tensor_dtype(p.ty), rng))
         for p in module["main"].params
     ]
+    # one untimed run first: the first kernel's first call would carry the thread pool's start-up
+    # (44 ms on MobileNetV2's first convolution, more than the rest of the model)
     per_symbol = {
         symbol.removesuffix(PREPACKED_SUFFIX): found  # a kernel whose weights the build repacked
-        for symbol, found in time_per_symbol(vm_call_times(machine, args, runs=1, warmup=False)).items()
+        for symbol, found in time_per_symbol(vm_call_times(machine, args, runs=1)).items()
     }
     times = []
     for task in tasks:
         calls, ms = per_symbol.get(task.task_name, (int(task.weight), 0.0))
-        times.append(TaskTime(task.task_name, int(calls), _task_gflop(task), float(ms)))
+        times.append(
+            TaskTime(task.task_name, int(calls), _task_gflop(task), float(ms), task.task_name in recorded)
+        )
     return times
 
 
-def flop_times(tasks: Sequence[Any], cores: int) -> list[Any]:
+def tasks_with_records(database: Any, tasks: Sequence[Any], target: Any) -> set[str]:
+    """The names of the tasks ``database`` (a MetaSchedule database, or None) holds a record for.
+
+    Examples
+    --------
+    >>> tasks_with_records(None, [], "llvm")
+    set()
+    """
+    if database is None:
+        return set()
+    return {
+        t.task_name
+        for t in tasks
+        if database.has_workload(t.dispatched[0])
+        and database.query_tuning_record(t.dispatched[0], target, t.task_name) is not None
+    }
+
+
+def flop_times(tasks: Sequence[Any], cores: int, recorded: Collection[str] = ()) -> list[Any]:
     """Each task's time estimated from its FLOPs (at a quarter of the tuned rate), where its code
     cannot run here to be timed (a server's CPU): the plan then ranks tasks by their work.
+    ``recorded`` names the tasks the database has a record for.
 
     Examples
     --------
@@ -331,7 +364,8 @@ def flop_times(tasks: Sequence[Any], cores: int) -> list[Any]:
     times = []
     for task in tasks:
         calls, gflop = int(task.weight), _task_gflop(task)
-        times.append(TaskTime(task.task_name, calls, gflop, calls * gflop / rate * 1e3))
+        estimate = calls * gflop / rate * 1e3
+        times.append(TaskTime(task.task_name, calls, gflop, estimate, task.task_name in recorded))
     return times
 
 
@@ -436,7 +470,7 @@ def _tune(
             seed=seed,
         )
         contexts += made
-        weights.append(chosen[task.task_name].gain_ms)
+        weights.append(max(chosen[task.task_name].gain_ms, 1e-6))  # a task to cover: its first round
     callback = _progress_callback(trials, minutes, ends, [c.task_name for c in contexts], servers, stop)
     ms.tune_tasks(
         tasks=contexts,
@@ -476,6 +510,7 @@ def compile_tuned(
     pretuned: bool = False,
     rpc: Mapping[str, Any] | None = None,
     fast_math: bool = True,
+    every_task: bool = False,
 ) -> dict[str, Any]:
     """Import ``path``, tune it (unless ``key`` was tuned with at least ``trials`` before), apply the
     database and compile.
@@ -491,6 +526,8 @@ def compile_tuned(
     ``fast_math=False`` compiles the exact functions (:func:`tuning_module`); records tuned
     with fast math then match no task. ``work_dir=None`` uses no database: every task gets its
     default schedule (the untuned build); it cannot tune or take the shipped records.
+    Tuning on from records plans from each task's time as the build stands (its record where it
+    has one); ``every_task`` also tunes every task without a record (records to ship).
 
     Returns
     -------
@@ -561,11 +598,13 @@ def compile_tuned(
         started, ends = time.perf_counter(), (time.time() + minutes * 60 if minutes else None)
         worker.report(0.0, f"timing the {len(tasks)} tasks' default schedules: trials go where they gain")
         cores = int(built_for.attrs.get("num-cores", 1))
-        if runs_here(built_for) is None:
-            measured = measure_tasks(mod, tasks, built_for, defaults)
+        records = ms.database.JSONDatabase(work_dir=str(folder))
+        if runs_here(built_for) is None:  # as the build stands: records where there are, else defaults
+            measured = measure_tasks(mod, tasks, built_for, defaults, records)
         else:  # a server's CPU this one cannot run (it would stop on an illegal instruction): the FLOPs
-            measured = flop_times(tasks, cores)
-        plans = plan_tasks(measured, expected_trials(trials, minutes, cores), cores, float32_lanes(built_for))
+            measured = flop_times(tasks, cores, tasks_with_records(records, tasks, built_for))
+        budget = expected_trials(trials, minutes, cores)
+        plans = plan_tasks(measured, budget, cores, float32_lanes(built_for), every_task=every_task)
         callback = _tune(tasks, plans, folder, trials, minutes, ends, rpc)
         out_of_time = ends is not None and time.time() > ends  # the budget, not the trials, ended it
         errors, run = list(callback.errors[:3]), callback.trials
@@ -575,13 +614,7 @@ def compile_tuned(
         record_trials(folder, key, trials)
     started = time.perf_counter()
     database = ms.database.JSONDatabase(work_dir=str(folder)) if folder is not None else None
-    recorded = {
-        t.task_name
-        for t in tasks
-        if database is not None
-        and database.has_workload(t.dispatched[0])
-        and database.query_tuning_record(t.dispatched[0], built_for, t.task_name) is not None
-    }
+    recorded = tasks_with_records(database, tasks, built_for)
     if defaults is None:
         defaults = default_database([t for t in tasks if t.task_name not in recorded], built_for)
     schedules = {

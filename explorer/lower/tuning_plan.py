@@ -11,6 +11,11 @@ schedule: their whole untuned time is the most tuning could have saved. (Untuned
 the task's default schedule, :mod:`explorer.lower.default_schedules`, the kernel a build
 without a record runs, not TVM's plain loops.)
 
+Tuning on from records (the shipped ones, or an earlier run's) times each task as the build
+stands, its record where it has one: trials go to the kernels that are still slow, not again
+to those already tuned. ``every_task`` (for records that are shipped) also gives every task
+without a record its first round of trials, so that no kernel of the model is left untuned.
+
 Examples
 --------
 >>> rows = [TaskTime("dense", 2, 0.5, 80.0), TaskTime("add", 4, 0.0, 0.05)]
@@ -65,8 +70,11 @@ class TaskTime:
         Calls per inference.
     gflop : float
         Estimated GFLOP of one call (``tvm.s_tir.analysis.estimate_tir_flops``).
-    untuned_ms : float
-        Time of all its calls in one untuned inference.
+    current_ms : float
+        Time of all its calls in one inference as the build stands: its record's schedule where
+        the database has one (``recorded``), else its default schedule.
+    recorded : bool
+        Whether the tuning database already holds a record for it.
 
     Examples
     --------
@@ -77,7 +85,8 @@ class TaskTime:
     name: str
     calls: int
     gflop: float
-    untuned_ms: float
+    current_ms: float
+    recorded: bool = False
 
 
 @dataclass(frozen=True)
@@ -94,12 +103,14 @@ class TaskPlan:
     name: str
     calls: int
     gflop: float
-    untuned_ms: float
+    current_ms: float
     floor_ms: float
     """What its FLOPs would take at :data:`TUNED_GFLOPS_PER_CORE` on every core."""
     gain_ms: float
-    """``untuned_ms - floor_ms`` (at least 0): the weight of the task when tuned."""
+    """``current_ms - floor_ms`` (at least 0): the weight of the task when tuned."""
     tuned: bool
+    recorded: bool = False
+    """Whether it had a record before this tuning."""
 
     def to_dict(self) -> dict[str, object]:
         """The plan's fields.
@@ -125,11 +136,15 @@ def expected_trials(trials: int, minutes: float | None, cores: int) -> int:
     return min(trials, int(minutes * TRIALS_PER_CORE_MINUTE * max(cores, 1)))
 
 
-def plan_tasks(times: Sequence[TaskTime], trials: int, cores: int, lanes: int = 8) -> list[TaskPlan]:
+def plan_tasks(
+    times: Sequence[TaskTime], trials: int, cores: int, lanes: int = 8, every_task: bool = False
+) -> list[TaskPlan]:
     """Rank the tasks by what tuning may gain and choose those the budget can tune.
 
     At most ``trials // MIN_TRIALS_PER_TASK`` tasks (at least one) are tuned, most gain
     first, until they hold :data:`GAIN_SHARE` of the gain; a task with nothing to gain is not.
+    With ``every_task``, every task without a record is tuned as well (MetaSchedule gives each
+    tuned task a first round of trials; the gain weighs the rest of the budget).
 
     Parameters
     ----------
@@ -142,6 +157,8 @@ def plan_tasks(times: Sequence[TaskTime], trials: int, cores: int, lanes: int = 
     lanes : int
         float32 lanes of the target's vectors (8: AVX2; 16: AVX-512): a wider unit makes tuned
         code faster, so a task already at a few tens of GFLOP/s still has much to gain.
+    every_task : bool
+        Tune every task that has no record yet, whatever its gain (records to ship).
 
     Returns
     -------
@@ -153,12 +170,15 @@ def plan_tasks(times: Sequence[TaskTime], trials: int, cores: int, lanes: int = 
     >>> rows = [TaskTime(f"t{i}", 1, 0.0, float(i)) for i in range(1, 6)]
     >>> [p.name for p in plan_tasks(rows, trials=64, cores=2) if p.tuned]
     ['t5', 't4']
+    >>> rows.append(TaskTime("copy", 1, 0.0, 0.01))
+    >>> [p.name for p in plan_tasks(rows, trials=64, cores=2, every_task=True) if p.tuned]
+    ['t5', 't4', 't3', 't2', 't1', 'copy']
     """
     rate = TUNED_GFLOPS_PER_CORE * max(cores, 1) * max(lanes, 1) / 8
     plans = []
     for t in times:
         floor = t.calls * t.gflop / rate * 1e3
-        plans.append((t, floor, max(0.0, t.untuned_ms - floor)))
+        plans.append((t, floor, max(0.0, t.current_ms - floor)))
     plans.sort(key=lambda p: -p[2])
     total = sum(gain for _, _, gain in plans)
     room = max(1, trials // MIN_TRIALS_PER_TASK)
@@ -169,7 +189,9 @@ def plan_tasks(times: Sequence[TaskTime], trials: int, cores: int, lanes: int = 
         if tuned:
             chosen += 1
             held += gain
-        out.append(TaskPlan(t.name, t.calls, t.gflop, t.untuned_ms, round(floor, 4), round(gain, 4), tuned))
+        tuned = tuned or (every_task and not t.recorded)
+        floor, gain = round(floor, 4), round(gain, 4)
+        out.append(TaskPlan(t.name, t.calls, t.gflop, t.current_ms, floor, gain, tuned, t.recorded))
     return out
 
 
@@ -179,6 +201,6 @@ def plan_frame(plans: Sequence[TaskPlan]) -> pd.DataFrame:
     Examples
     --------
     >>> plan_frame(plan_tasks([TaskTime("a", 1, 0.0, 1.0)], 32, 1)).shape
-    (1, 7)
+    (1, 8)
     """
     return pd.DataFrame([p.to_dict() for p in plans])

@@ -363,7 +363,8 @@ def prepare_tvm(
 
     ``options``: ``target`` (default ``llvm``: this CPU, or with ``rpc_tracker`` the server's
     own CPU when it can say, :func:`explorer.lower.relax_target.remote_target`); ``tune_trials``
-    and ``tune_minutes`` (the budget; none: untuned), ``schedules`` (untuned: ``"default"``, a
+    and ``tune_minutes`` (the budget; none: untuned), ``tune_every_task`` (every task without a
+    record tuned too), ``schedules`` (untuned: ``"default"``, a
     default schedule per kernel, or ``"naive"``, the plain loops), ``tuning_root`` (where the
     tuning databases live; the database is the target's:
     :func:`explorer.lower.relax_tuning.tuning_dir`) and ``tuning_key`` (model, shapes and
@@ -427,6 +428,7 @@ def prepare_tvm(
             key=str(options["tuning_key"]),
             pretuned=bool(options.get("pretuned")),
             rpc=rpc,
+            every_task=bool(options.get("tune_every_task")),
         )
     elif options.get("schedules", "default") == "default":  # untuned: a default schedule per kernel
         from explorer.lower.relax_tuning import compile_tuned

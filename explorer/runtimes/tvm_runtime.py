@@ -76,6 +76,10 @@ class TvmRuntime:
         Add the tuning records shipped for this CPU to the database first
         (:func:`explorer.lower.tvm_records.seed_database`): with no budget they are applied
         without tuning; with one, tuning starts from them.
+    tune_every_task : bool
+        Tuning also gives every task without a record its first round of trials, however little
+        time it takes (records to ship: no kernel left untuned); the rest of the budget goes where
+        the time is.
     schedules : {"default", "naive"}
         What an untuned kernel is: ``"default"``, a default schedule
         (:mod:`explorer.lower.default_schedules`), also for the kernels tuning left without a
@@ -98,6 +102,7 @@ class TvmRuntime:
     rpc_timeout: float = 120.0
     pretuned: bool = False
     schedules: str = "default"
+    tune_every_task: bool = False
 
     def __post_init__(self) -> None:
         from explorer.lower.relax_target import parse_target
@@ -107,6 +112,8 @@ class TvmRuntime:
             raise ValueError("rpc_tracker and rpc_key go together: HOST:PORT and the servers' key")
         if self.schedules not in SCHEDULES:
             raise ValueError(f"schedules must be one of {', '.join(SCHEDULES)}, not {self.schedules!r}")
+        if self.tune_every_task and not (self.tune_trials > 0 or self.tune_minutes):
+            raise ValueError("tune_every_task spreads a tuning budget: give tune_trials or tune_minutes")
         if self.schedules == "naive" and self.tuned:
             raise ValueError("schedules='naive' is the untuned baseline: it takes no tuning or records")
 
@@ -146,8 +153,8 @@ class TvmRuntime:
         return (runs_here or bool(self.rpc_tracker)) and importlib.util.find_spec("tvm") is not None
 
     def options(self) -> dict[str, Any]:
-        """``{"target", "tune_trials", "tune_minutes"}``, ``pretuned``, ``schedules`` and
-        ``tuning_root`` when set, and ``rpc_tracker`` / ``rpc_key`` when remote."""
+        """``{"target", "tune_trials", "tune_minutes"}``; ``pretuned``, ``tune_every_task``,
+        ``schedules`` and ``tuning_root`` when set, and ``rpc_tracker`` / ``rpc_key`` when remote."""
         options: dict[str, Any] = {
             "target": self.target,
             "tune_trials": self.tune_trials,
@@ -155,6 +162,8 @@ class TvmRuntime:
         }
         if self.pretuned:
             options["pretuned"] = True
+        if self.tune_every_task:
+            options["tune_every_task"] = True
         if self.schedules != "default":
             options["schedules"] = self.schedules
         if self.tuned and self.tuning_root:  # another database, another build (and session key)

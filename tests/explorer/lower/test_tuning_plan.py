@@ -16,10 +16,10 @@ from explorer.lower.tuning_plan import (
 
 def test_the_tasks_with_most_to_gain_are_tuned_first_and_the_rest_keep_their_default() -> None:
     times = [
-        TaskTime("gelu_dense", calls=2, gflop=0.0168, untuned_ms=80.0),
-        TaskTime("dense", calls=2, gflop=0.0168, untuned_ms=35.0),
-        TaskTime("layer_norm", calls=6, gflop=0.0, untuned_ms=0.05),
-        TaskTime("reshape", calls=2, gflop=0.0, untuned_ms=0.0),
+        TaskTime("gelu_dense", calls=2, gflop=0.0168, current_ms=80.0),
+        TaskTime("dense", calls=2, gflop=0.0168, current_ms=35.0),
+        TaskTime("layer_norm", calls=6, gflop=0.0, current_ms=0.05),
+        TaskTime("reshape", calls=2, gflop=0.0, current_ms=0.0),
     ]
     plans = plan_tasks(times, trials=240, cores=2)
     assert [p.name for p in plans] == ["gelu_dense", "dense", "layer_norm", "reshape"]
@@ -38,7 +38,7 @@ def test_the_budget_bounds_how_many_tasks_share_it() -> None:
 
 
 def test_a_task_already_at_the_tuned_rate_gains_nothing() -> None:
-    fast = TaskTime("matmul", 1, gflop=1.0, untuned_ms=1.0)  # 1000 GFLOP/s: nothing to win
+    fast = TaskTime("matmul", 1, gflop=1.0, current_ms=1.0)  # 1000 GFLOP/s: nothing to win
     assert plan_tasks([fast], trials=64, cores=2)[0].tuned is False
 
 
@@ -57,3 +57,16 @@ def test_a_wider_vector_unit_raises_what_tuned_code_reaches() -> None:
     assert narrow["conv_14x14"].gain_ms == 0 and not narrow["conv_14x14"].tuned
     assert wide["pointwise_7x7"].gain_ms > wide["conv_14x14"].gain_ms > 0
     assert wide["pointwise_7x7"].tuned and wide["conv_14x14"].tuned
+
+
+def test_every_task_tunes_each_task_without_a_record_and_weighs_the_rest_by_gain() -> None:
+    times = [
+        TaskTime("conv", 1, 0.1, 20.0, recorded=True),  # tuned before, still slow: tuned on
+        TaskTime("dense", 1, 1.0, 1.0, recorded=True),  # tuned before, at the tuned rate: left
+        TaskTime("add", 1, 0.0, 0.01),  # no record, little to gain: covered only with every_task
+    ]
+    gain_only = {p.name: p for p in plan_tasks(times, trials=640, cores=2)}
+    covered = {p.name: p for p in plan_tasks(times, trials=640, cores=2, every_task=True)}
+    assert gain_only["conv"].tuned and not gain_only["dense"].tuned and not gain_only["add"].tuned
+    assert covered["conv"].tuned and not covered["dense"].tuned and covered["add"].tuned
+    assert covered["conv"].recorded and not covered["add"].recorded

@@ -38,6 +38,15 @@ def test_a_tuned_run_is_correct_and_a_second_run_reuses_the_database(tmp_path: P
     assert second.info["tasks_with_records"] == first.info["tasks_with_records"] >= 1
     report = bench(graph, ["ort", again], min_runs=3, min_seconds=0.0, warmup=1)
     assert report.results[1].tuned and report.results[1].agrees
+    # tuning on from those records with every task covered: each task is timed as the build stands
+    # (a record where it has one) and the tasks without a record get their first round too
+    budget = 8 + 16 * first.info["tasks"]  # a first round of 16 trials for each
+    covered = TvmRuntime(tune_trials=budget, tuning_root=str(tmp_path), tune_every_task=True)
+    third = covered.prepare(graph).info
+    recorded = {p["name"] for p in third["plan"] if p["recorded"]}
+    assert len(recorded) == first.info["tasks_with_records"]
+    assert all(p["tuned"] for p in third["plan"] if not p["recorded"])
+    assert third["tasks_with_records"] == third["tasks"]
 
 
 def test_a_minute_budget_stops_tuning_and_keeps_what_it_found(tmp_path: Path) -> None:
