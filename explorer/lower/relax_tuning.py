@@ -596,7 +596,7 @@ def compile_tuned(
     rpc_notes: list[str] = []
     if tuning:
         started, ends = time.perf_counter(), (time.time() + minutes * 60 if minutes else None)
-        worker.report(0.0, f"timing the {len(tasks)} tasks' default schedules: trials go where they gain")
+        worker.report(0.0, f"timing the {len(tasks)} tasks as built now: trials go where they gain")
         cores = int(built_for.attrs.get("num-cores", 1))
         records = ms.database.JSONDatabase(work_dir=str(folder))
         if runs_here(built_for) is None:  # as the build stands: records where there are, else defaults
