@@ -32,6 +32,7 @@ from pathlib import Path
 from runtime_benchmark import model_graph
 
 from explorer.lower.relax_tuning import tuning_dir
+from explorer.lower.tuning_log import forget_models
 from explorer.lower.tvm_records import MANIFEST, RECORDS_ROOT, export_records, records_key
 from explorer.runtimes import TvmRuntime
 
@@ -114,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
             models.setdefault(name, {"minutes": args.minutes})
             continue
         started = time.perf_counter()
+        forget_models(tuning_dir(args.target, root))  # tune on, whatever budget the last run had
         session = runtime.prepare(model_graph(name), progress=_Progress(name))
         info = session.info
         built_for = str(info.get("target", built_for))

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from explorer.isolation.io import write_bytes_atomic
-from explorer.lower.tuning_log import record_trials, tuned_trials
+from explorer.lower.tuning_log import SHIPPED_PREFIX, record_trials, tuned_trials
 
 __all__ = [
     "RECORDS_ROOT",
@@ -166,7 +166,7 @@ def seed_database(
     if shipped is None:
         return None
     manifest = _manifest(shipped)
-    mark = f"shipped:{manifest['id']}"
+    mark = f"{SHIPPED_PREFIX}{manifest['id']}"
     folder = Path(work_dir)
     if tuned_trials(folder, mark):
         return {**manifest, "added": 0}
