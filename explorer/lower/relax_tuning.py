@@ -175,7 +175,8 @@ POPULATION = 256
 """Evolutionary search population per task (the default, 512, costs seconds a batch on 2 cores)."""
 
 TRIALS_PER_ITER = 16
-"""Candidates per batch: the cost model learns after each, and a batch is the most the deadline overshoots."""
+"""Candidates per batch: the cost model learns after each, and a batch is the most the deadline overshoots
+(the plan's ``tuning_plan.FIRST_ROUND_TRIALS``: a task's first round)."""
 
 
 TUNING_PASSES = (
@@ -462,7 +463,10 @@ def _tune(
     servers = ServerLog(str(rpc["rpc_tracker"]), str(rpc["rpc_key"])) if rpc and remote else None
     stop = threading.Event()
     contexts, weights = [], []
-    for seed, task in enumerate(t for t in tasks if t.task_name in chosen):
+    # the tasks without a record first: MetaSchedule's first round goes in this order, and a
+    # deadline that ends it early then leaves out tasks that have records, not uncovered ones
+    ordered = sorted((t for t in tasks if t.task_name in chosen), key=lambda t: chosen[t.task_name].recorded)
+    for seed, task in enumerate(ordered):
         made, _ = ms.relax_integration.extracted_tasks_to_tune_contexts(
             [task],
             str(folder),

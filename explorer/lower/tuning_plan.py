@@ -38,6 +38,7 @@ __all__ = [
     "expected_trials",
     "TUNED_GFLOPS_PER_CORE",
     "MIN_TRIALS_PER_TASK",
+    "FIRST_ROUND_TRIALS",
     "TRIALS_PER_CORE_MINUTE",
     "GAIN_SHARE",
 ]
@@ -50,6 +51,10 @@ has (:func:`plan_tasks`' ``lanes``: 40 per core on AVX-512, where tuned convolut
 
 MIN_TRIALS_PER_TASK = 32
 """Fewer trials than this rarely beat a task's first random samples: the budget is not spread thinner."""
+
+FIRST_ROUND_TRIALS = 16
+"""The trials of a task's first round (MetaSchedule measures a batch of every tuned task before it
+weighs them: :data:`explorer.lower.relax_tuning.TRIALS_PER_ITER`): what covering a task costs."""
 
 TRIALS_PER_CORE_MINUTE = 12.0
 """Candidates built and measured per core and minute on this kind of machine (25 a minute on 2 cores)."""
@@ -143,8 +148,8 @@ def plan_tasks(
 
     At most ``trials // MIN_TRIALS_PER_TASK`` tasks (at least one) are tuned, most gain
     first, until they hold :data:`GAIN_SHARE` of the gain; a task with nothing to gain is not.
-    With ``every_task``, every task without a record is tuned as well (MetaSchedule gives each
-    tuned task a first round of trials; the gain weighs the rest of the budget).
+    With ``every_task``, every task without a record is tuned as well (a first round of
+    :data:`FIRST_ROUND_TRIALS` each, paid first; the gain weighs the rest of the budget).
 
     Parameters
     ----------
@@ -175,13 +180,14 @@ def plan_tasks(
     ['t5', 't4', 't3', 't2', 't1', 'copy']
     """
     rate = TUNED_GFLOPS_PER_CORE * max(cores, 1) * max(lanes, 1) / 8
+    to_cover = sum(1 for t in times if not t.recorded) if every_task else 0
     plans = []
     for t in times:
         floor = t.calls * t.gflop / rate * 1e3
         plans.append((t, floor, max(0.0, t.current_ms - floor)))
     plans.sort(key=lambda p: -p[2])
     total = sum(gain for _, _, gain in plans)
-    room = max(1, trials // MIN_TRIALS_PER_TASK)
+    room = max(1, (trials - to_cover * FIRST_ROUND_TRIALS) // MIN_TRIALS_PER_TASK)  # after covering
     chosen, held = 0, 0.0
     out = []
     for t, floor, gain in plans:

@@ -70,3 +70,15 @@ def test_every_task_tunes_each_task_without_a_record_and_weighs_the_rest_by_gain
     assert gain_only["conv"].tuned and not gain_only["dense"].tuned and not gain_only["add"].tuned
     assert covered["conv"].tuned and not covered["dense"].tuned and covered["add"].tuned
     assert covered["conv"].recorded and not covered["add"].recorded
+
+
+def test_covering_the_tasks_without_records_is_paid_before_the_gain_shares_the_rest() -> None:
+    from explorer.lower.relax_tuning import TRIALS_PER_ITER
+    from explorer.lower.tuning_plan import FIRST_ROUND_TRIALS
+
+    assert FIRST_ROUND_TRIALS == TRIALS_PER_ITER  # the plan's first round is MetaSchedule's batch
+    slow = [TaskTime(f"conv{i}", 1, 0.0, 10.0 + i, recorded=True) for i in range(10)]
+    uncovered = [TaskTime(f"add{i}", 1, 0.0, 0.01) for i in range(10)]
+    budget = 10 * FIRST_ROUND_TRIALS + 3 * MIN_TRIALS_PER_TASK
+    plans = plan_tasks(slow + uncovered, trials=budget, cores=2, every_task=True)
+    assert sum(p.tuned for p in plans if p.recorded) == 3 and all(p.tuned for p in plans if not p.recorded)
