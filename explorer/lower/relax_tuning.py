@@ -36,6 +36,13 @@ from explorer.lower.relax_passes import ZERO_PIPELINE, relax_pass
 from explorer.lower.relax_target import cpu_target, float32_lanes, register_cpu_intrinsics, runs_here
 from explorer.lower.rpc_measure import ServerLog, server_runner
 from explorer.lower.tuning_log import record_trials, tuned_trials
+from explorer.lower.tuning_plan import (
+    FIRST_ROUND_TRIALS,
+    TUNED_GFLOPS_PER_CORE,
+    TaskTime,
+    expected_trials,
+    plan_tasks,
+)
 from explorer.lower.tvm_records import seed_database
 from explorer.lower.vm_instrument import time_per_symbol, vm_call_times
 
@@ -174,9 +181,9 @@ def _progress_callback(
 POPULATION = 256
 """Evolutionary search population per task (the default, 512, costs seconds a batch on 2 cores)."""
 
-TRIALS_PER_ITER = 16
-"""Candidates per batch: the cost model learns after each, and a batch is the most the deadline overshoots
-(the plan's ``tuning_plan.FIRST_ROUND_TRIALS``: a task's first round)."""
+TRIALS_PER_ITER = FIRST_ROUND_TRIALS
+"""Candidates per batch (16): the cost model learns after each, and a batch is the most the deadline
+overshoots; the plan counts one as what covering a task costs."""
 
 
 TUNING_PASSES = (
@@ -297,7 +304,6 @@ def measure_tasks(
     import tvm
     from tvm import relax
 
-    from explorer.lower.tuning_plan import TaskTime  # pandas: only where tasks are measured
     from explorer.onnx_adapter.inputs import random_array
 
     recorded = tasks_with_records(records, tasks, target)
@@ -359,7 +365,6 @@ def flop_times(tasks: Sequence[Any], cores: int, recorded: Collection[str] = ())
     >>> flop_times([], cores=2)
     []
     """
-    from explorer.lower.tuning_plan import TUNED_GFLOPS_PER_CORE, TaskTime
 
     rate = TUNED_GFLOPS_PER_CORE * max(cores, 1) / 4  # GFLOP/s: ms = GFLOP / rate * 1e3
     times = []
@@ -578,8 +583,6 @@ def compile_tuned(
         return imported
     import tvm
     from tvm.s_tir import meta_schedule as ms
-
-    from explorer.lower.tuning_plan import expected_trials, plan_tasks
 
     built_for = cpu_target(target)
     register_cpu_intrinsics()  # before MetaSchedule imports every platform's (about a minute here)

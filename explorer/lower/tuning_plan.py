@@ -27,8 +27,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "TaskTime",
@@ -209,4 +211,6 @@ def plan_frame(plans: Sequence[TaskPlan]) -> pd.DataFrame:
     >>> plan_frame(plan_tasks([TaskTime("a", 1, 0.0, 1.0)], 32, 1)).shape
     (1, 8)
     """
+    import pandas as pd  # only where a plan is shown as a table
+
     return pd.DataFrame([p.to_dict() for p in plans])
