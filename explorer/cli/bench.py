@@ -136,6 +136,11 @@ def _runtimes(args: argparse.Namespace) -> list[Any]:
                 if args.pretuned:
                     options["pretuned"] = True
                 if args.tune_every_task:
+                    if not (args.tune_trials or args.tune_minutes):
+                        raise ExplorerError(
+                            "--tune-every-task spreads a tuning budget: "
+                            "give --tune-trials N or --tune-minutes M"
+                        )
                     options["tune_every_task"] = True
             if args.rpc_tracker or args.rpc_key:
                 options.update(rpc_tracker=args.rpc_tracker, rpc_key=args.rpc_key)

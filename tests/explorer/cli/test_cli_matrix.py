@@ -363,6 +363,13 @@ def test_numeric_arguments_out_of_range_are_usage_errors(words: list[str]) -> No
     assert error["type"] == "UsageError" and error["exit_code"] == 2 and words[2] in error["message"]
 
 
+def test_every_task_without_a_tuning_budget_is_refused_naming_the_flags() -> None:
+    done = run("bench", "zoo:mlp", "--runtime", "tvm", "--tune-every-task", "--json")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    message = json.loads(done.stdout)["error"]["message"]
+    assert "--tune-every-task" in message and "--tune-trials" in message and "--tune-minutes" in message
+
+
 def printing_reshape_model() -> onnx.ModelProto:
     """``Reshape(x, [3, 4] + int(0 * sum(x)))``: ONNX Runtime runs it; TVM's importer cannot take a shape
     computed at run time and ``print``s "Error converting operator Reshape, ..." to stdout as it fails."""
