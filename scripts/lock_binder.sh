@@ -40,7 +40,7 @@ from importlib.metadata import PackageNotFoundError, distribution
 from packaging.requirements import Requirement
 
 PROJECT = "onnx-graph-explorer"
-ROOTS = [(PROJECT, ("torch",)), ("ipykernel", ())]
+ROOTS = [(PROJECT, ("torch", "iree")), ("ipykernel", ())]
 TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
 
 

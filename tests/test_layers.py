@@ -60,7 +60,7 @@ ADAPTER_USES = {"zoo": {"zoo"}, "onnx_adapter": {"onnx_adapter", "zoo"}}
 IR_SWITCH = re.compile(r"\.ir\s*[!=]=|\bir\s*[!=]=\s*[\"']|\.model is (not )?None")
 """An ``if ir ==`` / ``model is not None`` switch: per-IR behaviour belongs to the adapters."""
 
-ADAPTER_FILES = {"explorer/onnx_adapter", "explorer/lower/relax_adapter.py"}
+ADAPTER_FILES = {"explorer/onnx_adapter", "explorer/lower/relax_adapter.py", "explorer/lower/mlir_adapter.py"}
 
 
 def _modules(top: str) -> dict[str, Path]:

@@ -380,6 +380,7 @@ class TimelineStepper(w.VBox):
             self.tir_panel.layout.display = "none"
             return
         self.tir_panel.layout.display = ""
+        self.tir_menu.description = self.timeline.code_label
         names = self.timeline.prim_funcs(self.step)
         changed = [n for n in names if self.step > 0 and tir[self.step - 1].get(n) != tir[self.step].get(n)]
         options = [*changed, *[n for n in names if n not in changed]]
@@ -395,14 +396,12 @@ class TimelineStepper(w.VBox):
     def _update_tir(self) -> None:
         name = self.tir_menu.value
         if not name or not getattr(self.timeline, "tir", ()):
-            self.tir_text.value = "<i>no PrimFuncs at this step (LegalizeOps makes them)</i>"
+            label = getattr(self.timeline, "code_label", "PrimFunc")
+            self.tir_text.value = f"<i>no {html.escape(label)} at this step</i>"
             return
-        from explorer.lower.tir import loop_stats
-
         script = self.timeline.tir[self.step].get(name, "")
         diff = self.timeline.tir_diff(self.step, name)
-        stats = loop_stats(script)
-        counts = ", ".join(f"{k} {v}" for k, v in stats.to_dict().items() if v)
+        counts = self.timeline.code_summary(self.step, name)
         body = diff or script
         what = "changed by this step" if diff else "unchanged by this step"
         self.tir_text.value = (

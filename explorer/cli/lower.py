@@ -1,4 +1,5 @@
-"""``onnx-explorer lower MODEL``: import into TVM Relax and run its passes one at a time; a model that
+"""``onnx-explorer lower MODEL``: import into TVM Relax and run its passes one at a time (or, with
+``--compiler iree``, compile with IREE phase by phase through its MLIR dialects); a model that
 does not import or a pass that fails ends with exit code 3 and the fix.
 
 Examples
@@ -17,7 +18,7 @@ import sys
 from explorer.cli.errors import EXIT_NOT_IMPORTED, error_dict, say_error
 from explorer.cli.fix_flags import add_fix_options, fix_progress, with_flags
 from explorer.cli.options import add_input_shape, add_json, add_model
-from explorer.core.errors import LoweringError
+from explorer.core.errors import LoweringError, UsageError
 from explorer.onnx_adapter.input_shapes import check_input_shapes
 from explorer.onnx_adapter.load import load
 
@@ -35,6 +36,12 @@ METRICS = (
     "storage_bytes",
 )
 """The metrics of a Relax step ``lower`` reports (``None`` where a step has not got one)."""
+
+IREE_METRICS = ("ops", "dispatches", "executables")
+"""The metrics of an IREE step ``lower --compiler iree`` reports, with ``dialects`` (ops per dialect)."""
+
+COMPILERS = ("tvm", "iree")
+"""What ``--compiler`` chooses: TVM Relax, or IREE (MLIR)."""
 
 
 def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -68,7 +75,22 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser.add_argument(
         "--passes",
         help="a pipeline (default: the target's default pipeline; zero: LegalizeOps .. FuseTIR) or "
-        "comma-separated relax.transform passes",
+        "comma-separated relax.transform passes (TVM only)",
+    )
+    parser.add_argument(
+        "--compiler",
+        choices=COMPILERS,
+        default="tvm",
+        help="tvm: TVM Relax, pass by pass (default); iree: IREE's ONNX import and compilation for this CPU "
+        "(llvm-cpu), one step per phase (torch import, input, ..., flow, stream, hal, vm) with the ops per "
+        "MLIR dialect of each (needs the iree extra)",
+    )
+    parser.add_argument(
+        "--detail",
+        choices=("phases", "passes"),
+        default="phases",
+        help="with --compiler iree: a step per compilation phase (default), or per module-level pass that "
+        "changed the module (about a hundred; for small models)",
     )
     add_json(parser)
     parser.set_defaults(handler=run)
@@ -92,6 +114,10 @@ def run(args: argparse.Namespace) -> int:
     from explorer.lower.import_fix import lower_with_fixes
     from explorer.lower.relax_pipeline import check_passes
 
+    if args.compiler == "iree":
+        return _run_iree(args)
+    if args.detail != "phases":
+        raise UsageError("--detail is for --compiler iree (TVM's steps are its passes: --passes)")
     passes = check_passes(args.passes) if args.passes else "default"  # a typo: before anything runs
     graph = load(args.model)
     shapes = dict(args.input_shape) or None
@@ -158,5 +184,67 @@ def run(args: argparse.Namespace) -> int:
             f"{row['bindings']:>8} {row['prim_funcs']:>10} {row['fused']:>5} {row['kernels']:>7} "
             f"{row['intermediates']:>13} {row['storages']:>8} "
             f"{format_bytes(row['storage_bytes']) if row['storage_bytes'] else '':>10}"
+        )
+    return 0
+
+
+def _run_iree(args: argparse.Namespace) -> int:
+    """``lower --compiler iree``: one row per phase (or pass), with its ops per dialect."""
+    from explorer.lower.import_fix import lower_with_fixes
+    from explorer.lower.iree_pipeline import iree_pipeline
+
+    if args.passes:
+        raise UsageError("--passes names TVM Relax passes; with --compiler iree use --detail phases|passes")
+    graph = load(args.model)
+    shapes = dict(args.input_shape) or None
+    check_input_shapes(graph.model, shapes or {}, args.model)
+    try:
+        timeline, applied = lower_with_fixes(
+            graph,
+            shapes,
+            lambda g, s: iree_pipeline(g, "llvm-cpu", args.detail, input_shapes=s),
+            simplify=args.simplify,
+            fix=args.fix,
+            progress=fix_progress(args),
+        )
+    except LoweringError as err:  # main says it (exit 3): the phase, pass, op and ONNX node
+        raise with_flags(err, "lower", args) from None
+    rows = [
+        {
+            "pass": snap.name,
+            "changed": snap.changed,
+            "elapsed_ms": round(snap.elapsed * 1000, 3),
+            **{key: snap.metrics.get(key) for key in METRICS},
+            **{key: snap.metrics.get(key) for key in IREE_METRICS},
+            "dialects": dict(timeline.dialects[index] or {}),
+            "log": list(snap.log),
+        }
+        for index, snap in enumerate(timeline.snapshots)
+    ]
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "source": args.model,
+                    "compiler": "iree",
+                    "fixes": list(applied),
+                    "import": rows[0],
+                    "steps": rows[1:],
+                }
+            )
+        )
+        return 0
+    print(f"model: {args.model} (IREE import {rows[0]['elapsed_ms']:.1f} ms, {rows[0]['ops']} ops)")
+    for fix in applied:
+        print(f"fixed before the import: {fix}")
+    print(
+        f"{'#':>2}  {'phase':<26} {'changed':<7} {'ms':>9} {'ops':>6} {'dispatches':>10}  "
+        "dialects (most ops first)"
+    )
+    for index, row in enumerate(rows):
+        top = sorted(row["dialects"].items(), key=lambda kv: -kv[1])[:4]
+        print(
+            f"{index:>2}  {row['pass']:<26} {'yes' if row['changed'] else 'no':<7} {row['elapsed_ms']:>9.1f} "
+            f"{row['ops']:>6} {row['dispatches']:>10}  {', '.join(f'{k} {v}' for k, v in top)}"
         )
     return 0

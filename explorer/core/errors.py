@@ -220,6 +220,9 @@ class LoweringError(ExplorerError):
         What would fix it, in words.
     path : str, optional
         The model's source.
+    compiler : str
+        Whose pass it was: ``"TVM"`` (Relax) or ``"IREE"`` (the MLIR path, where ``pass_name``
+        names the compilation phase and pass, and ``binding`` the op).
 
     Examples
     --------
@@ -238,9 +241,11 @@ class LoweringError(ExplorerError):
         onnx_nodes: tuple[str, ...] | list[str] = (),
         fix: str | None = None,
         path: str | None = None,
+        compiler: str = "TVM",
     ) -> None:
         self.reason = message
         self.pass_name = pass_name
+        self.compiler = compiler
         self.binding = binding
         self.onnx_nodes = tuple(onnx_nodes)
         self.fix = fix
@@ -250,7 +255,8 @@ class LoweringError(ExplorerError):
             where += f" (from ONNX node {', '.join(self.onnx_nodes[:3])})"
         head = f"{path}: " if path else ""
         tail = f"; fix: {fix}" if fix else ""
-        super().__init__(f"{head}TVM pass {pass_name} failed{where}: {message}{tail}")
+        what = f"TVM pass {pass_name}" if compiler == "TVM" else f"{compiler} {pass_name}"
+        super().__init__(f"{head}{what} failed{where}: {message}{tail}")
 
     def replace(self, **changes: Any) -> LoweringError:
         """The same error with some of its fields changed (``path``, ``fix``, ...).
@@ -272,6 +278,7 @@ class LoweringError(ExplorerError):
             "onnx_nodes": self.onnx_nodes,
             "fix": self.fix,
             "path": self.path,
+            "compiler": self.compiler,
         }
 
     def __reduce__(self) -> tuple:

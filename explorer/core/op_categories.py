@@ -86,6 +86,8 @@ class OpCategories:
     other_ir_ops : dict
         IR (``"relax"``) -> its op name (``nn.conv2d`` read as ``conv2d``) -> the ONNX op whose
         category it takes, or a category id where no ONNX op stands for it (``memory``).
+    dialects : dict
+        MLIR dialect (a node's ``domain`` in an MLIR graph: ``linalg``, ``flow``) -> category id.
     """
 
     categories: dict[str, Category]
@@ -95,6 +97,7 @@ class OpCategories:
     key_attributes: dict[str, tuple[str, ...]]
     attribute_labels: dict[str, str]
     other_ir_ops: dict[str, dict[str, str]] = field(default_factory=dict)
+    dialects: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """The tables as JSON-ready dicts.
@@ -112,6 +115,7 @@ class OpCategories:
             "key_attributes": {k: list(v) for k, v in self.key_attributes.items()},
             "attribute_labels": dict(self.attribute_labels),
             "other_ir_ops": {ir: dict(ops) for ir, ops in self.other_ir_ops.items()},
+            "dialects": dict(self.dialects),
         }
 
 
@@ -128,10 +132,13 @@ def load_categories() -> OpCategories:
     raw: dict[str, Any] = json.loads(text)
     categories: dict[str, Category] = {}
     ops: dict[str, str] = {}
+    dialects: dict[str, str] = {}
     for name, spec in raw["categories"].items():
         categories[name] = Category(name, spec["legend"], spec["color"], spec["text"])
         for op in spec["ops"]:
             ops[op] = name
+        for dialect in spec.get("dialects", ()):
+            dialects[dialect] = name
     return OpCategories(
         categories=categories,
         ops=ops,
@@ -142,6 +149,7 @@ def load_categories() -> OpCategories:
         other_ir_ops={
             ir: dict(ops) for ir, ops in raw.get("other_ir_ops", {}).items() if not ir.startswith("_")
         },
+        dialects=dialects,
     )
 
 
@@ -171,10 +179,15 @@ def category_of(data: dict[str, Any]) -> str:
     'normalization'
     >>> category_of({"kind": "op", "op": "relax.memory.alloc_storage", "op_type": "memory.alloc_storage"})
     'memory'
+    >>> category_of({"kind": "op", "op": "linalg.generic", "op_type": "linalg.generic", "domain": "linalg"})
+    'mlir_linalg'
     """
     kind = data.get("kind", "op")
     if kind != "op":
         return _TABLES.kinds.get(kind, "other")
+    dialect = _TABLES.dialects.get(data.get("domain") or "")
+    if dialect is not None:  # an MLIR op: coloured by its dialect
+        return dialect
     op_type = data.get("op_type", "")
     found = _TABLES.ops.get(op_type)
     if found is not None:

@@ -29,7 +29,7 @@ import difflib
 import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from explorer.core.timeline import Timeline
 
@@ -172,6 +172,21 @@ class LoweringTimeline(Timeline):
     """
 
     tir: tuple[Mapping[str, str], ...] = field(default=(), compare=False)
+
+    code_label: ClassVar[str] = "PrimFunc"
+    """What one unit of :attr:`tir` is called in the stepper's code panel."""
+
+    def code_summary(self, index: int, name: str) -> str:
+        """One line on unit ``name`` of snapshot ``index``: its loops by kind (the stepper's panel).
+
+        Examples
+        --------
+        >>> t = LoweringTimeline((), "none", tir=({"f": "for i in T.parallel(4):\\n  pass"},))
+        >>> t.code_summary(0, "f")
+        'loops 1, parallel 1, max_depth 1'
+        """
+        stats = loop_stats(self.tir[index].get(name, ""))
+        return ", ".join(f"{k} {v}" for k, v in stats.to_dict().items() if v)
 
     def prim_funcs(self, index: int) -> list[str]:
         """The PrimFuncs of snapshot ``index``, by name.
