@@ -7,7 +7,8 @@ share the model and the selection:
 - **Passes**: :class:`~widgets.PassStepper`, the model through a pipeline of passes;
 - **Lowering**: a :class:`~widgets.TimelineStepper` of the model lowered through TVM Relax
   (:func:`explorer.lower.relax_pipeline`; a model the importer needs rewritten first is
-  lowered through the fix it offers, and says so);
+  lowered through the fix it offers, and says so), or through IREE's MLIR phases
+  (:func:`explorer.lower.iree_pipeline.iree_pipeline`), as the compiler menu above it says;
 - **Runtimes**: :class:`~widgets.BenchPanel`, ONNX Runtime and TVM side by side;
 - **Targets**: :class:`~widgets.CoveragePanel`, op support and partitions per target.
 
@@ -20,8 +21,8 @@ run in a background thread, so the kernel stays responsive; called from code
 A node selected in any ONNX view (a click in the Graph tab, the Runtimes or Targets
 graph, or :meth:`Explorer.select`) is selected everywhere: ringed in Graph, followed
 through each pass in Passes (the same node before and after each step, or "fused into X
-by step N"), shown in Lowering as the Relax bindings and kernels whose ``origin`` is that
-node, ringed in Runtimes with its time in each runtime, and in Targets with its placement
+by step N"), shown in Lowering as the Relax bindings and kernels (or the MLIR ops and dispatches) whose
+``origin`` is that node, ringed in Runtimes with its time in each runtime, and in Targets with its placement
 and the reasons per target. The line under the tabs says all of it at once.
 
 Explorer composes the existing widgets and holds no logic of theirs: the link between IRs
@@ -62,7 +63,7 @@ from explorer.views.tables import html_table
 from .graph_view import GraphView
 from .recent import load_recent
 
-__all__ = ["Explorer", "TABS", "DEFAULT_PIPELINE", "DEFAULT_LOWERING"]
+__all__ = ["Explorer", "TABS", "DEFAULT_PIPELINE", "DEFAULT_LOWERING", "COMPILERS"]
 
 TABS = ("Graph", "Passes", "Lowering", "Runtimes", "Targets")
 """The tabs, in order."""
@@ -74,6 +75,9 @@ DEFAULT_LOWERING = "zero"
 """The Lowering tab's Relax pipeline: import to FuseTIR (``"default"`` adds memory planning and the VM)."""
 
 _COSTLY = ("Passes", "Lowering", "Runtimes", "Targets")
+
+COMPILERS = {"tvm": "TVM Relax, pass by pass", "iree": "IREE (MLIR), phase by phase"}
+"""What the Lowering tab lowers with (its compiler menu): name -> label."""
 
 _CSS = """
 <style>
@@ -130,6 +134,7 @@ class Explorer(w.VBox):
         input_shapes: Mapping[str, Sequence[int]] | None = None,
         pipeline: str = DEFAULT_PIPELINE,
         lowering: str | Sequence[str] = DEFAULT_LOWERING,
+        compiler: str = "tvm",
         targets: Sequence[str] | None = None,
         height: int = 520,
     ) -> None:
@@ -139,6 +144,8 @@ class Explorer(w.VBox):
         self.panels: dict[str, Any] = {}
         self.pipeline = pipeline
         self.lowering = lowering
+        if compiler not in COMPILERS:
+            raise ValueError(f"compiler must be one of {', '.join(COMPILERS)}, not {compiler!r}")
         self.targets = tuple(targets) if targets is not None else None
         self.height = height
         self.errors: dict[str, str] = {}
@@ -171,6 +178,13 @@ class Explorer(w.VBox):
         self.stop_button.add_class("oge-explorer-stop")
         self.selection = w.HTML()
         self.selection.add_class("oge-explorer-selection")
+        self.compiler_menu = w.Dropdown(
+            options=[(label, name) for name, label in COMPILERS.items()],
+            value=compiler,
+            description="compiler",
+            layout=w.Layout(width="300px"),
+        )
+        self.compiler_menu.add_class("oge-explorer-compiler")
         self.tabs = w.Tab(children=[w.VBox() for _ in TABS])
         for index, name in enumerate(TABS):
             self.tabs.set_title(index, name)
@@ -182,6 +196,7 @@ class Explorer(w.VBox):
         self.shapes.observe(self._shapes_changed, names="value")
         self.stop_button.on_click(lambda _: self.stop())
         self.tabs.observe(self._tab_opened, names="selected_index")
+        self.compiler_menu.observe(self._compiler_chosen, names="value")
 
         picker = w.HBox(
             [self.zoo_menu, self.path, self.open_button, self.upload, self.shapes],
@@ -396,19 +411,30 @@ class Explorer(w.VBox):
         from explorer.core.errors import LoweringError
         from explorer.lower import RelaxImportFailed, relax_pipeline
         from explorer.lower.import_fix import lower_with_fixes
+        from explorer.lower.iree_pipeline import iree_pipeline
 
         from .timeline_stepper import TimelineStepper
 
         why: list[str] = []  # the failure each fix answered
+        compiler = self.compiler_menu.value
+        self._place("Lowering", self.compiler_menu, w.HTML(f"<i>{COMPILERS[compiler]}: computing ...</i>"))
 
         def lower(graph: Any, shapes: Any) -> Any:
             try:
+                if compiler == "iree":
+                    return iree_pipeline(graph, input_shapes=shapes, progress=self._progress)
                 return relax_pipeline(graph, shapes, self.lowering, progress=self._progress)
             except (RelaxImportFailed, LoweringError) as failed:
                 why.append(str(failed))
                 raise
 
-        timeline, fixes = lower_with_fixes(self.graph, self.concrete_shapes(), lower, fix=True)
+        try:
+            timeline, fixes = lower_with_fixes(self.graph, self.concrete_shapes(), lower, fix=True)
+        except Exception:
+            self._place(
+                "Lowering", self.compiler_menu
+            )  # the failure is added below it; another compiler may do
+            raise
         self.lowered_note = ""
         if fixes:  # the same fix path as `onnx-explorer lower --fix`
             self.lowered_note = (
@@ -417,7 +443,8 @@ class Explorer(w.VBox):
                 f"that model. Why: {html.escape(why[0] if why else '')}</div>"
             )
         stepper = TimelineStepper(timeline, height=self.height)
-        self._place("Lowering", *([w.HTML(self.lowered_note)] if self.lowered_note else []), stepper)
+        note = [w.HTML(self.lowered_note)] if self.lowered_note else []
+        self._place("Lowering", self.compiler_menu, *note, stepper)
         return stepper
 
     def _build_runtimes(self) -> Any:
@@ -494,17 +521,17 @@ class Explorer(w.VBox):
     def _select_in_lowering(self, panel: Any, node: str) -> str:
         panel.follow(node)
         timeline = panel.timeline
-        imported = lowered_from(timeline[0].graph, node)
-        last = lowered_from(timeline[len(timeline) - 1].graph, node)
+        first, last = timeline[0].graph, timeline[len(timeline) - 1]
+        imported = lowered_from(first, node)
+        final = lowered_from(last.graph, node)
+        noun = first.adapter.node_noun
         if not imported:
-            return "no Relax binding came from it (folded away at import, or a constant)"
-        ops = ", ".join(
-            f"<code>{html.escape(str(timeline[0].graph.nx.nodes[n].get('op')))}</code>" for n in imported[:4]
-        )
+            return f"no {html.escape(noun)} came from it (folded away at import, or a constant)"
+        ops = ", ".join(f"<code>{html.escape(str(first.nx.nodes[n].get('op')))}</code>" for n in imported[:4])
         return (
-            f"{len(imported)} Relax binding{'s' * (len(imported) != 1)} at import ({ops}"
-            f"{' ...' if len(imported) > 4 else ''}); {len(last)} node{'s' * (len(last) != 1)} after "
-            f"{html.escape(timeline[len(timeline) - 1].name)}"
+            f"{len(imported)} {html.escape(noun)}{'s' * (len(imported) != 1)} at import ({ops}"
+            f"{' ...' if len(imported) > 4 else ''}); {len(final)} node{'s' * (len(final) != 1)} after "
+            f"{html.escape(last.name)}"
         )
 
     def _select_in_runtimes(self, panel: Any, node: str) -> str:
@@ -561,6 +588,13 @@ class Explorer(w.VBox):
         tab = TABS[index]
         if tab not in self.panels:
             self._run_in_background(lambda: self.compute(tab))
+
+    def _compiler_chosen(self, change: dict[str, Any]) -> None:
+        """Another compiler: the Lowering tab starts over with it (at once when it is open)."""
+        self.panels.pop("Lowering", None)
+        self.errors.pop("Lowering", None)
+        if self.graph is not None and TABS[self.tabs.selected_index or 0] == "Lowering":
+            self._run_in_background(lambda: self.compute("Lowering"))
 
     def _zoo_chosen(self, change: dict[str, Any]) -> None:
         if change["new"]:

@@ -66,6 +66,8 @@ class GraphAdapter:
         True when node scopes are read from node names (a rename moves a node between
         scopes); False when scopes are the IR's functions (drawn collapsed, and a
         change of function counts as a structural change in a diff).
+    node_noun : str
+        What one op node is called in sentences ("node", "Relax binding", "MLIR op").
 
     Examples
     --------
@@ -75,6 +77,7 @@ class GraphAdapter:
 
     ir: str = "graph"
     scopes_from_names: bool = False
+    node_noun: str = "node"
 
     def summarize(self, graph: ModelGraph) -> ModelSummary:
         """The graph's summary, from the graph model alone.

@@ -37,6 +37,7 @@ class MlirAdapter(GraphAdapter):
 
     ir = "mlir"
     _instance_name = "MLIR"
+    node_noun = "MLIR op"
 
 
 MLIR = MlirAdapter()

@@ -95,6 +95,13 @@ _CONSTANT_PREFIXES = ("vm.const.", "vm.global.load.", "vm.rodata")
 _SEQUENCED_PREFIXES = ("stream.cmd.", "hal.command_buffer.")
 """Commands that share a resource or command buffer: linked in the order they run."""
 
+_KERNEL_PREFIXES = ("linalg.", "iree_linalg_ext.", "tensor.pad", "tensor.concat", "tensor.extract_slice")
+"""The ops of a kernel whose locations say which ONNX nodes it computes (not its constants, which
+the compiler shares between kernels, nor its loads and stores)."""
+
+_NOT_KERNEL_WORK = frozenset({"linalg.fill", "linalg.yield", "linalg.index"})
+"""Zero-fills and region bookkeeping: shared between kernels, they say nothing of where one came from."""
+
 _EXECUTABLES = frozenset({"flow.executable", "stream.executable", "hal.executable"})
 _FUNCTIONS = frozenset({"func.func", "util.func", "vm.func"})
 
@@ -341,7 +348,12 @@ class _Builder:
         for child in module.body.operations:
             op = child.operation
             if op.name in _EXECUTABLES and "sym_name" in op.attributes:
-                names = (n for inner in _walk(op) for n in location_names(inner.location))
+                names = (
+                    n
+                    for inner in _walk(op)
+                    if inner.name.startswith(_KERNEL_PREFIXES) and inner.name not in _NOT_KERNEL_WORK
+                    for n in location_names(inner.location)
+                )
                 symbol = op.attributes["sym_name"]
                 found[getattr(symbol, "value", str(symbol))] = tuple(
                     dict.fromkeys(n for n in names if n in self.known)

@@ -40,6 +40,7 @@ class RelaxAdapter(GraphAdapter):
 
     ir = "relax"
     _instance_name = "RELAX"
+    node_noun = "Relax binding"
 
 
 RELAX = RelaxAdapter()

@@ -138,3 +138,24 @@ def test_a_tab_opened_while_another_computes_is_computed_next() -> None:
     gate.set()
     _wait(app)
     assert "Passes" in app.panels
+
+
+def test_the_lowering_tab_steps_iree_phases_and_selects_the_dispatches_of_a_node() -> None:
+    pytest.importorskip("iree.compiler")
+    app = Explorer("zoo:mlp", compiler="iree")
+    stepper = app.compute("Lowering")
+    assert stepper.timeline.snapshots[0].name == "torch import"
+    assert stepper.tir_menu.description == "MLIR symbol"
+    assert app.compiler_menu in app.tabs.children[TABS.index("Lowering")].children
+    app.select("/fc1/Gemm")
+    assert "1 MLIR op at import (<code>torch.onnx.Gemm</code>)" in app.selection.value
+    flow = stepper.timeline.index("flow")
+    dispatches = [
+        n
+        for n, d in stepper.timeline[flow].graph.nx.nodes(data=True)
+        if d["op"] == "flow.dispatch" and "/fc1/Gemm" in d["origin"]
+    ]
+    assert len(dispatches) == 1  # the Gemm's dispatch, traced through the executable's locations
+    app.compiler_menu.value = "tvm"  # another compiler: the tab starts over with it
+    assert "Lowering" not in app.panels
+    assert app.compute("Lowering").timeline.snapshots[0].name == "relax import"
