@@ -235,7 +235,8 @@ def compile_mlir(
         See :func:`target_flags`.
     phases_dir : str, optional
         Write ``module.<N>.<phase>.mlir`` after each phase there (weights elided); each phase
-        is reported (:func:`~explorer.isolation.worker.report`) as its file appears.
+        is reported (:func:`~explorer.isolation.worker.report`) as its file appears. Without it
+        the phases are written to a scratch folder all the same (a failure names its phase).
     passes_dir : str, optional
         Write the module after every module-level pass that changed it there
         (``--mlir-print-ir-tree-dir``; nested passes dump only their op, in subfolders).
@@ -245,20 +246,42 @@ def compile_mlir(
     Returns
     -------
     dict
-        ``seconds`` (the whole compile), ``phase_seconds`` (phase -> seconds until its dump
-        appeared after the previous one, with ``phases_dir``), ``flags``.
+        ``seconds`` (the whole compile), ``phase_seconds`` (phase -> seconds from the previous
+        phase's dump to its own), ``flags``.
 
     Raises
     ------
     LoweringError
         The compiler failed: the phase, the pass (where the diagnostics name it), the op and its
         ONNX node (its location), in IREE's own words.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> from explorer import zoo
+    >>> from explorer.onnx_adapter.files import save_model
+    >>> folder = tempfile.mkdtemp()
+    >>> save_model(zoo.build("mlp"), os.path.join(folder, "m.onnx"))
+    >>> _ = import_onnx(os.path.join(folder, "m.onnx"), None, os.path.join(folder, "m.mlir"))
+    >>> out = compile_mlir(os.path.join(folder, "m.mlir"), os.path.join(folder, "m.vmfb"))
+    >>> list(out["phase_seconds"])[:2], os.path.getsize(os.path.join(folder, "m.vmfb")) > 0
+    (['input', 'abi'], True)
     """
+    if phases_dir is None:
+        with tempfile.TemporaryDirectory() as scratch:
+            return compile_mlir(
+                mlir_path,
+                out_path,
+                target=target,
+                cpu=cpu,
+                phases_dir=scratch,
+                passes_dir=passes_dir,
+                extra_flags=extra_flags,
+            )
     from iree.compiler.tools import binaries
 
     flags = [*target_flags(target, cpu), "--mlir-print-debuginfo", *ELIDE_FLAGS]
-    if phases_dir:
-        flags.append(f"--dump-compilation-phases-to={phases_dir}")
+    flags.append(f"--dump-compilation-phases-to={phases_dir}")
     if passes_dir:
         flags += [
             "--mlir-print-ir-after-change",
@@ -276,14 +299,12 @@ def compile_mlir(
         try:
             while process.poll() is None:
                 time.sleep(0.05)
-                if phases_dir:
-                    _note_phases(phases_dir, seen, started)
+                _note_phases(phases_dir, seen, started)
         finally:
             if process.poll() is None:  # stopped from outside: never leave the compiler running
                 process.kill()
                 process.wait()
-        if phases_dir:
-            _note_phases(phases_dir, seen, started)
+        _note_phases(phases_dir, seen, started)
         stderr.seek(0)
         diagnostics = stderr.read().decode("utf-8", "replace")
     if process.returncode != 0:

@@ -86,9 +86,13 @@ CONSTANT_OPS = frozenset(
         "hal.encoding_type",
         "hal.memory_type",
         "hal.buffer_usage",
+        "tensor.empty",
     }
 )
 """Ops drawn as no node: what they make is a weight of the op reading it (a tensor) or nothing."""
+
+_SHAPE_ONLY = frozenset({"tensor.empty"})
+"""Ops that make a tensor of a shape with no values (an init that kernels write into): no node, no weight."""
 
 _CONSTANT_PREFIXES = ("vm.const.", "vm.global.load.", "vm.rodata")
 
@@ -336,7 +340,8 @@ class _Builder:
         self.known = known
         self.names = UniqueNames()
         self.nodes: list[tuple[str, dict[str, Any]]] = []
-        self.edges: list[tuple[str, str, dict[str, Any]]] = []
+        self.edges: list[tuple[str, str, str, dict[str, Any]]] = []
+        self.edge_index: dict[tuple[str, str, str], int] = {}
         self.producer: dict[Any, str] = {}  # value -> node id that defines it
         self.constants: dict[Any, TensorInfo | None] = {}  # value -> weight (None: a scalar)
         self.group_count = Counter[str]()
@@ -364,14 +369,22 @@ class _Builder:
         return value.get_name(self.state)
 
     def edge(self, source: str, target: str, value: Any, slot: int) -> None:
+        """An edge keyed by the value's SSA name; a value read twice by one op has both slots."""
+        name = self.value_name(value)
+        known = self.edge_index.get((source, target, name))
+        if known is not None:
+            record = self.edges[known][3]
+            record["slots"] = (*record["slots"], slot)
+            return
         text = str(value.type)
         parsed = tensor_type(text)
         if parsed is None:
-            record = edge_data(self.value_name(value), None, text, None, slots=(slot,))
+            record = edge_data(name, None, text, None, slots=(slot,))
         else:
             shape, dtype = parsed
-            record = edge_data(self.value_name(value), shape, dtype, _nbytes(shape, dtype), slots=(slot,))
-        self.edges.append((source, target, record))
+            record = edge_data(name, shape, dtype, _nbytes(shape, dtype), slots=(slot,))
+        self.edge_index[(source, target, name)] = len(self.edges)
+        self.edges.append((source, target, name, record))
 
     def origin(self, op: Any) -> tuple[str, ...]:
         own = [n for n in location_names(op.location) if n in self.known]
@@ -382,6 +395,9 @@ class _Builder:
 
     def constant(self, op: Any) -> None:
         for result in op.results:
+            if op.name in _SHAPE_ONLY:
+                self.constants[result] = None
+                continue
             parsed = tensor_type(str(result.type))
             if parsed is None:
                 self.constants[result] = None
@@ -460,7 +476,7 @@ class _Builder:
         for source in ran:
             for target in now:
                 if source != target:
-                    self.edges.append((source, target, edge_data("", None, "order", None)))
+                    self.edges.append((source, target, "order", edge_data("", None, "order", None)))
         return now
 
     def container(self, op: Any, scope: tuple[str, ...]) -> list[str]:
@@ -564,8 +580,8 @@ def mlir_graph_data(text: str, *, onnx_nodes: Iterable[str] = ()) -> dict[str, A
     --------
     >>> text = "func.func @f(%x: i32) -> i32 { %0 = arith.addi %x, %x : i32 return %0 : i32 }"
     >>> data = mlir_graph_data(text)
-    >>> data["name"], [n for n, _ in data["nodes"]], len(data["edges"])
-    ('f', ['input:%arg0', '%0', 'output:%0'], 3)
+    >>> data["name"], [n for n, _ in data["nodes"]], [(u, v, e["slots"]) for u, v, _, e in data["edges"]]
+    ('f', ['input:%arg0', '%0', 'output:%0'], [('input:%arg0', '%0', (0, 1)), ('%0', 'output:%0', (0,))])
     """
     context, module = parse_module(text)
     with context:

@@ -82,3 +82,48 @@ def test_stepping_a_lowering_timeline_and_opening_a_fused_group(
     screenshot(page, "lowering-memory-planned-mlp", planned)
     assert any(trace.get("name") == "Memory (allocate / free)" for trace in plotly_data(page, 3))
     assert blocked_requests == []
+
+
+def test_stepping_iree_phases_coloured_by_dialect(
+    page: Page, lab: LabServer, notebook_dir: Path, blocked_requests: list[str]
+) -> None:
+    pytest.importorskip("iree.compiler")
+    cells = [
+        "from explorer import load\nfrom explorer.lower.iree_pipeline import iree_pipeline\n"
+        "from widgets import TimelineStepper",
+        'timeline = iree_pipeline(load("zoo:resnet18"))\nstepper = TimelineStepper(timeline)\nstepper',
+    ]
+    path = write_notebook(notebook_dir, "iree-lowering.ipynb", cells)
+    open_notebook(page, lab, path)
+    assert run_all(page, timeout_ms=240_000), cell_errors(page)
+    wait_for_outputs(page, ".oge-timeline-stepper .js-plotly-plot", count=2)
+    page.wait_for_selector(".oge-step-title >> text=step 1: input", timeout=60_000)
+
+    def legend() -> set[str]:
+        return {
+            t.get("name") for plot in (0, 1) for t in plotly_data(page, plot) if t.get("showlegend", True)
+        }
+
+    assert {"torch: ONNX ops", "linalg: structured ops"} <= legend()  # before: torch ops, after: linalg
+    for step in ("abi", "preprocessing", "global-optimization", "dispatch-creation"):
+        page.locator(
+            ".oge-timeline-stepper .oge-next button, .oge-timeline-stepper button.oge-next"
+        ).first.click()
+        page.wait_for_selector(f".oge-step-title >> text={step}", timeout=60_000)
+    page.locator(".oge-timeline-stepper .js-plotly-plot").first.scroll_into_view_if_needed()
+    page.wait_for_timeout(1000)
+    screenshot(page, "lowering-iree-dispatch-creation-resnet18")
+    page.locator(
+        ".oge-timeline-stepper .oge-next button, .oge-timeline-stepper button.oge-next"
+    ).first.click()
+    page.wait_for_selector(".oge-step-title >> text=flow", timeout=60_000)
+    page.wait_for_function(
+        "() => Array.from(document.querySelectorAll('.oge-timeline-stepper .js-plotly-plot'))"
+        ".some(p => (p.data || []).some(t => t.name === 'flow: dispatches'))",
+        timeout=30_000,
+    )
+    assert "flow: dispatches" in legend()
+    assert "MLIR symbol" in page.locator(".oge-timeline-stepper").inner_text()
+    page.wait_for_timeout(1000)
+    screenshot(page, "lowering-iree-flow-resnet18")
+    assert blocked_requests == []

@@ -21,6 +21,7 @@ Examples
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -205,16 +206,37 @@ def _tensor_shapes(graph: ModelGraph, layout: Layout) -> dict[str, Any]:
                 producers = {out: n for n, outs in nx_graph.nodes(data="outputs") for out in outs or ()}
             sources = [producers[t] for t in missing if t in producers]
         for source in sources:
-            for _, _, key, shape in nx_graph.out_edges(source, keys=True, data="shape"):
-                shapes.setdefault(key, shape)
+            for _, _, key, data in nx_graph.out_edges(source, keys=True, data=True):
+                shapes.setdefault(key, _value_type(data))
     return shapes
+
+
+_MLIR_SCALAR = re.compile(r"^(index|[isuf]\d+|bf16)$")
+_TYPE_LIMIT = 28
+
+
+def _value_type(data: Mapping[str, Any]) -> Any:
+    """What an edge's label shows: its shape, or for a value with no shape that MLIR types (a
+    ``!hal.buffer_view``, an ``index``), the type as MLIR writes it; nothing for an ordering edge."""
+    dtype = data.get("dtype")
+    if data.get("shape") is None and isinstance(dtype, str):
+        if dtype == "order":
+            return _Label("")
+        if dtype.startswith("!") or _MLIR_SCALAR.match(dtype):
+            return _Label(dtype if len(dtype) <= _TYPE_LIMIT else dtype[: _TYPE_LIMIT - 1] + "…")
+    return data.get("shape")
+
+
+class _Label(str):
+    """A label written as it is (not a shape)."""
 
 
 def _edge_label(tensors: Sequence[str], shapes: Mapping[str, Any], marks: Mapping[str, str]) -> str:
     if not tensors:
         return ""
     first = tensors[0]
-    text = dims_text(shapes[first]) if first in shapes else ""
+    shape = shapes.get(first, "")
+    text = str(shape) if isinstance(shape, _Label) or first not in shapes else dims_text(shape)
     marked = [marks[t] for t in tensors if t in marks]
     if marked:
         text = f"{marked[0]} {text}".strip()
