@@ -1,4 +1,4 @@
-"""ONNX Runtime against TVM (untuned, tuned) on the zoo's CNNs and transformer, as ratios in the same run.
+"""ONNX Runtime against TVM (untuned, tuned) and IREE on the zoo's CNNs and transformer, as ratios in one run.
 
 For each model, in one process and on the same inputs:
 
@@ -14,7 +14,9 @@ For each model, in one process and on the same inputs:
   that budget alone finds; give the same root again to apply it without tuning);
 - ``tvm pre-tuned``: the records shipped for this CPU (``explorer/data/tvm_records``, made by
   ``benchmarks/pretune_zoo.py``) applied to an empty database, no tuning (skipped when
-  none are shipped for this CPU, or with ``--no-pretuned``).
+  none are shipped for this CPU, or with ``--no-pretuned``);
+- ``IREE llvm-cpu``: IREE's MLIR compiler for this CPU, its VM module run by IREE's runtime
+  (``IreeRuntime``, when the ``iree`` extra is installed; ``--no-iree`` leaves it out).
 
 Each runtime is timed ``--repeat`` times (:func:`explorer.runtimes.bench`: warm-up, then
 runs to a count and a time); the table shows the median of the medians and, for ONNX
@@ -26,7 +28,8 @@ is under 5% on an idle machine). The transformer goes through the import's fix f
 schedule, plain loops), its share of the time and the GFLOP/s it reached.
 
 Run: ``.venv/bin/python benchmarks/runtime_benchmark.py [--models resnet18,mobilenetv2,transformer]
-[--tune-minutes 10] [--tuning-root DIR] [--repeat 3] [--profile] [--tasks] [--no-naive] [--no-eager]``.
+[--tune-minutes 10] [--tuning-root DIR] [--repeat 3] [--profile] [--tasks] [--no-naive] [--no-eager]
+[--no-iree]``.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from explorer import load
 from explorer.lower import relax_import
 from explorer.lower.tvm_records import shipped_records
 from explorer.onnx_adapter.inputs import concrete_input_shapes
-from explorer.runtimes import OrtRuntime, TorchEagerRuntime, TvmRuntime, bench
+from explorer.runtimes import IreeRuntime, OrtRuntime, TorchEagerRuntime, TvmRuntime, bench
 from explorer.runtimes.environment import environment
 from explorer.runtimes.profile import profile
 
@@ -137,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tasks", action="store_true", help="print each TVM build's tasks and schedules")
     parser.add_argument("--no-naive", action="store_true", help="leave out TVM's plain loops")
     parser.add_argument("--no-eager", action="store_true", help="leave out PyTorch eager")
+    parser.add_argument("--no-iree", action="store_true", help="leave out IREE")
     parser.add_argument("--json", help="write the figures here")
     args = parser.parse_args(argv)
     print(environment())
@@ -156,6 +160,9 @@ def main(argv: list[str] | None = None) -> int:
             runtimes.append(TvmRuntime(tune_minutes=args.tune_minutes, tuning_root=tuning_root))
         if pretuned:  # an empty database each time: the shipped records alone
             runtimes.append(TvmRuntime(pretuned=True, tuning_root=tempfile.mkdtemp(prefix="tvm-shipped-")))
+        iree = IreeRuntime()
+        if not args.no_iree and iree.available():
+            runtimes.append(iree)
         medians: dict[str, list[float]] = {}
         prepare: dict[str, float] = {}
         agrees: dict[str, bool] = {}

@@ -1,6 +1,6 @@
 """BenchPanel: choose runtimes and options, run a benchmark with a progress bar, read the results.
 
-Above: which runtimes (ONNX Runtime, TVM), ONNX Runtime's optimisation level and threads,
+Above: which runtimes (ONNX Runtime, TVM, IREE, PyTorch eager), ONNX Runtime's optimisation level and threads,
 TVM's tuning budget (trials, 0: untuned), whether TVM starts from the tuning records shipped
 for this CPU, an RPC tracker and device key to run TVM on a remote server, a run button and
 a progress bar. Below, once it ran: the latency distributions side by side (box or violin),
@@ -30,7 +30,7 @@ from explorer import load
 from explorer.core.graph import ModelGraph
 from explorer.core.tensors import format_bytes
 from explorer.onnx_adapter.inputs import concrete_input_shapes
-from explorer.runtimes import OrtRuntime, TorchEagerRuntime, TvmRuntime, bench, random_feeds
+from explorer.runtimes import IreeRuntime, OrtRuntime, TorchEagerRuntime, TvmRuntime, bench, random_feeds
 from explorer.runtimes.bench import BenchReport
 from explorer.runtimes.cost_model import node_costs
 from explorer.runtimes.ort import ORT_LEVELS
@@ -100,11 +100,12 @@ class BenchPanel(w.VBox):
                 ("ONNX Runtime", "ort"),
                 ("TVM", "tvm"),
                 ("TVM plain loops", "tvm-naive"),
+                ("IREE", "iree"),
                 ("PyTorch eager", "torch-eager"),
             ],
             value=("ort", "tvm"),
             description="runtimes",
-            rows=4,
+            rows=5,
         )
         self.ort_level = w.Dropdown(options=list(ORT_LEVELS), value="all", description="ORT level")
         self.ort_threads = w.BoundedIntText(value=0, min=0, max=256, description="ORT threads")
@@ -182,6 +183,8 @@ class BenchPanel(w.VBox):
             )
         if "tvm-naive" in self.runtimes.value:  # the untuned baseline: TVM's plain loops, no tuning
             runtimes.append(TvmRuntime(schedules="naive"))
+        if "iree" in self.runtimes.value:  # IREE's MLIR compiler for this CPU (the iree extra)
+            runtimes.append(IreeRuntime())
         if "torch-eager" in self.runtimes.value:  # what people run before compiling
             runtimes.append(TorchEagerRuntime())
         return runtimes

@@ -1,5 +1,5 @@
-"""``onnx-explorer bench MODEL``: time a model on ONNX Runtime and TVM side by side (median, p90,
-runs, prepare time, agreement), on the same generated inputs.
+"""``onnx-explorer bench MODEL``: time a model on ONNX Runtime and TVM (or IREE, PyTorch eager) side by
+side (median, p90, runs, prepare time, agreement), on the same generated inputs.
 
 Examples
 --------
@@ -58,8 +58,9 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="NAME",
-        help="ort, ort-cuda, tvm, tvm-naive (TVM's plain loops, no schedules), or torch-eager (the graph "
-        "node by node as PyTorch calls: what people run before compiling) (repeatable)",
+        help="ort, ort-cuda, tvm, tvm-naive (TVM's plain loops, no schedules), iree (IREE's MLIR compiler, "
+        "llvm-cpu for this CPU: the iree extra), or torch-eager (the graph node by node as PyTorch calls: "
+        "what people run before compiling) (repeatable)",
     )
     budget = parser.add_mutually_exclusive_group()
     budget.add_argument(
@@ -88,7 +89,7 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "--threads",
         type=non_negative_int,
         default=0,
-        help="ONNX Runtime's and PyTorch eager's intra-op threads (0: their default)",
+        help="ONNX Runtime's, IREE's and PyTorch eager's threads (0: their default, one per physical core)",
     )
     add_fix_options(
         parser,
@@ -146,7 +147,7 @@ def _runtimes(args: argparse.Namespace) -> list[Any]:
                 options.update(rpc_tracker=args.rpc_tracker, rpc_key=args.rpc_key)
             if args.tvm_target:
                 options["target"] = args.tvm_target
-        elif args.threads:  # ONNX Runtime's and PyTorch's intra-op threads
+        elif args.threads:  # ONNX Runtime's, IREE's and PyTorch's threads
             options = {"threads": args.threads}
         try:
             runtimes.append(get_runtime(name, **options))
@@ -157,7 +158,8 @@ def _runtimes(args: argparse.Namespace) -> list[Any]:
 
 def run(args: argparse.Namespace) -> int:
     """Time ``args.model`` on each runtime and print one row per runtime; return 0, or
-    :data:`~explorer.cli.errors.EXIT_NOT_IMPORTED` when TVM cannot import it.
+    :data:`~explorer.cli.errors.EXIT_NOT_IMPORTED` when TVM cannot import it (IREE's or TVM's
+    :class:`~explorer.core.errors.LoweringError` is raised: exit 3 too).
 
     Examples
     --------

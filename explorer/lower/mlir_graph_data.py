@@ -54,6 +54,7 @@ __all__ = [
     "parse_module",
     "main_function",
     "location_names",
+    "dispatch_symbols",
     "tensor_type",
     "CONTAINER_OPS",
     "CONSTANT_OPS",
@@ -311,21 +312,23 @@ def _attributes(op: Any) -> dict[str, str]:
     return out
 
 
-def _entry_point(op: Any) -> str | None:
-    """The kernel a ``flow.dispatch`` / ``stream.cmd.dispatch`` / HAL dispatch runs, short."""
+def dispatch_symbols(op: Any) -> tuple[str, str] | None:
+    """``(executable, export)`` a dispatch op calls (``flow.dispatch @exe::@entry``, later
+    ``@exe::@variant::@entry``; the first of several), or None for any other op.
+
+    Examples
+    --------
+    >>> call = '"flow.dispatch"() {entry_points = [@"m$d_0"::@"m$d_0_conv"]} : () -> ()'
+    >>> text = "func.func @f() { " + call + " return }"
+    >>> _, module = parse_module(text)
+    >>> dispatch_symbols(next(o for o in _walk(module.operation) if o.name == "flow.dispatch"))
+    ('m$d_0', 'm$d_0_conv')
+    """
     for key in ("entry_points", "entry_point"):
         if key in op.attributes:
-            text = str(op.attributes[key])
-            return text.strip("[]").split("::")[-1].lstrip("@").split(",")[0].strip()
-    return None
-
-
-def _executable_of(op: Any) -> str | None:
-    """The executable a dispatch op calls (``@exe::@entry`` or ``@exe::@variant::@entry``)."""
-    for key in ("entry_points", "entry_point"):
-        if key in op.attributes:
-            text = str(op.attributes[key]).strip("[]").split(",")[0].strip()
-            return text.split("::")[0].lstrip("@").strip('"')
+            first = str(op.attributes[key]).strip("[]").split(",")[0].strip()
+            parts = [part.strip().lstrip("@").strip('"') for part in first.split("::")]
+            return parts[0], parts[-1]
     return None
 
 
@@ -388,9 +391,9 @@ class _Builder:
 
     def origin(self, op: Any) -> tuple[str, ...]:
         own = [n for n in location_names(op.location) if n in self.known]
-        executable = _executable_of(op)
-        if executable is not None:  # a dispatch: every ONNX node its kernel fused
-            own += self.kernel_origins.get(executable, ())
+        symbols = dispatch_symbols(op)
+        if symbols is not None:  # a dispatch: every ONNX node its kernel fused
+            own += self.kernel_origins.get(symbols[0], ())
         return tuple(dict.fromkeys(own))
 
     def constant(self, op: Any) -> None:
@@ -507,7 +510,8 @@ class _Builder:
         results = list(op.results)
         base = self.value_name(results[0]) if results else qualified
         node = self.names(base)
-        entry = _entry_point(op)
+        symbols = dispatch_symbols(op)
+        entry = symbols[1] if symbols is not None else None
         locations = location_names(op.location)
         label = entry or (locations[0] if locations else node)
         weights = []

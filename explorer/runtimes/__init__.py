@@ -1,8 +1,9 @@
-"""Runtimes side by side: ONNX Runtime and TVM behind one interface, prepared once in the worker, timed there.
+"""Runtimes side by side: ONNX Runtime, TVM, IREE behind one interface, prepared in the worker, timed there.
 
 :class:`~explorer.runtimes.base.Runtime` is the interface (``available``, ``prepare`` -> a
-session kept warm in the worker); :class:`OrtRuntime` (per execution provider) and
-:class:`TvmRuntime` (per target, untuned or tuned with MetaSchedule under a budget)
+session kept warm in the worker); :class:`OrtRuntime` (per execution provider),
+:class:`TvmRuntime` (per target, untuned or tuned with MetaSchedule under a budget),
+:class:`IreeRuntime` (IREE's MLIR compiler for this CPU) and :class:`TorchEagerRuntime`
 implement it; :func:`bench` measures them on the same inputs and compares their outputs;
 :func:`compare_intermediates` finds the first node where they disagree;
 :func:`explorer.runtimes.profile.profile` puts each kernel's time on the graph and
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from explorer.runtimes.bench import BenchReport, BenchResult, bench, get_runtime
     from explorer.runtimes.compare import Agreement, agreement, max_abs_diff, random_feeds
     from explorer.runtimes.intermediates import IntermediateComparison, compare_intermediates
+    from explorer.runtimes.iree_runtime import IreeRuntime
     from explorer.runtimes.machine import MachinePeak, measure_peak
     from explorer.runtimes.ort import run_onnxruntime
     from explorer.runtimes.ort_runtime import OrtRuntime
@@ -46,6 +48,7 @@ __all__ = [
     "OrtRuntime",
     "TvmRuntime",
     "TorchEagerRuntime",
+    "IreeRuntime",
     "bench",
     "get_runtime",
     "BenchResult",
@@ -62,7 +65,7 @@ __all__ = [
 
 #: Public name -> the module that defines it, imported on first use: a worker that unpickles
 #: :func:`explorer.runtimes.ort.run_ort` imports this package, and must not pay for bench,
-#: profile, the TVM runtime (networkx) with it.
+#: profile, the TVM runtime (networkx) or IREE with it.
 _LAZY = {
     "random_feeds": "explorer.runtimes.compare",
     "max_abs_diff": "explorer.runtimes.compare",
@@ -74,6 +77,7 @@ _LAZY = {
     "OrtRuntime": "explorer.runtimes.ort_runtime",
     "TvmRuntime": "explorer.runtimes.tvm_runtime",
     "TorchEagerRuntime": "explorer.runtimes.torch_runtime",
+    "IreeRuntime": "explorer.runtimes.iree_runtime",
     "bench": "explorer.runtimes.bench",
     "get_runtime": "explorer.runtimes.bench",
     "BenchResult": "explorer.runtimes.bench",

@@ -54,7 +54,7 @@ __all__ = [
     "rounding_floor",
 ]
 
-RUNTIME_NAMES = ("ort", "ort-cuda", "tvm", "tvm-naive", "torch-eager")
+RUNTIME_NAMES = ("ort", "ort-cuda", "tvm", "tvm-naive", "torch-eager", "iree")
 """Runtime names :func:`get_runtime` (and ``onnx-explorer bench --runtime``) takes."""
 
 TVM_BUILD_KEYS = ("tasks", "tasks_with_records", "task_schedules", "tuning_dir", "rpc_servers", "rpc_notes")
@@ -68,8 +68,8 @@ def get_runtime(name: str, **options: Any) -> Runtime:
     --------
     >>> get_runtime("ort", threads=2).label
     'ONNX Runtime CPU (all, 2 threads)'
-    >>> get_runtime("tvm").name
-    'tvm'
+    >>> get_runtime("tvm").name, get_runtime("iree", threads=1).label
+    ('tvm', 'IREE llvm-cpu (1 thread)')
     """
     if name == "ort":
         return OrtRuntime(**options)
@@ -83,6 +83,10 @@ def get_runtime(name: str, **options: Any) -> Runtime:
         from explorer.runtimes.torch_runtime import TorchEagerRuntime
 
         return TorchEagerRuntime(**options)
+    if name == "iree":
+        from explorer.runtimes.iree_runtime import IreeRuntime
+
+        return IreeRuntime(**options)
     raise ValueError(f"no runtime {name!r}: the runtimes are {', '.join(RUNTIME_NAMES)}")
 
 
@@ -277,6 +281,12 @@ class BenchReport:
         return pd.concat([r.to_frame() for r in self.results], ignore_index=True)
 
 
+def _why_not(runtime: Runtime) -> str:
+    """Why a runtime is skipped: what is missing (a runtime that says, IREE's: the extra to
+    install), else "not available here"."""
+    return str(getattr(runtime, "missing", None) or "not available here")
+
+
 BenchProgress = Callable[[str, ProgressEvent | None], object]
 """Called as ``progress(runtime_label, event)``: preparing, then timing each runtime."""
 
@@ -361,7 +371,7 @@ def bench(
     given = feeds is not None
     inputs = dict(feeds) if given else random_feeds(graph.model, shapes, seed=seed)
     chosen = [get_runtime(r) if isinstance(r, str) else r for r in runtimes]
-    skipped = tuple((r.name, "not available here") for r in chosen if not r.available())
+    skipped = tuple((r.name, _why_not(r)) for r in chosen if not r.available())
     results: list[BenchResult] = []
     reference: list[np.ndarray] | None = None
     floor: tuple[float, ...] = ()

@@ -36,6 +36,8 @@ PACKAGES = (
     "onnxsim",
     "onnxscript",
     "apache-tvm",
+    "iree-base-compiler",
+    "iree-base-runtime",
     "torch",
     "numpy",
     "networkx",

@@ -9,8 +9,11 @@ reorders exist only there. TVM 0.27's Relax VM has no profiler flag; its instrum
 node that does its work: an ORT node by its name, or through the tensor it writes and up to
 the member whose op it runs; a TVM kernel through the Relax lowering's ``origin`` (the n-th
 call of a PrimFunc is its n-th call site), onto the heaviest ONNX node it came from (a
-convolution before the batch norm and ReLU fused into it). What cannot be mapped is listed,
-and :attr:`Profile.coverage` says how much of the time the overlay holds.
+convolution before the batch norm and ReLU fused into it); an IREE dispatch (timed by IREE's
+own profiler, :mod:`explorer.runtimes.iree_dispatches`) through the location of its call site
+in the compiler's ``flow`` phase, onto that ONNX node (the heaviest, for a fused location).
+What cannot be mapped is listed, and :attr:`Profile.coverage` says how much of the time the
+overlay holds.
 
 Examples
 --------
@@ -100,11 +103,11 @@ class Profile:
         ONNX node id -> milliseconds per inference (an overlay for ``GraphView``).
     launches : float
         Kernels launched per inference (ORT's node runs; TVM's PrimFunc calls, not the VM's
-        own builtins).
+        own builtins; IREE's dispatches).
     written_bytes : float or None
         Bytes the kernels write per inference: tensors that go through memory between
         kernels, the traffic fusion removes (ORT's ``output_size`` per node; TVM's kernel
-        outputs in the lowered module). None when unknown.
+        outputs in the lowered module; IREE's dispatch results at ``flow``). None when unknown.
     """
 
     runtime: str
@@ -389,6 +392,27 @@ def _tvm_kernels(
     return kernels, _written_bytes(lowered, [node for node, _ in calls_at])
 
 
+def _iree_kernels(
+    graph: ModelGraph, records: Sequence[Mapping[str, Any]], runs: int
+) -> tuple[list[KernelTime], float | None]:
+    """IREE dispatches per run, each on the ONNX node its call site is located at (the heaviest
+    of a fused location's nodes); the bytes their results take per run (None when a size is
+    not known)."""
+    by_name = {d["name"]: n for n, d in graph.nx.nodes(data=True) if d["kind"] == "op" and d.get("name")}
+    totals: dict[tuple[str, str], float] = defaultdict(float)
+    nodes: dict[tuple[str, str], str | None] = {}
+    written: float | None = 0.0
+    for record in records:
+        key = (record["name"], record["op"])
+        totals[key] += record["ms"]
+        if key not in nodes:
+            nodes[key] = _anchor(graph, [by_name[n] for n in record.get("onnx_nodes") or () if n in by_name])
+        size = record.get("output_bytes")
+        written = None if written is None or size is None else written + float(size)
+    kernels = [KernelTime(name, op, ms / runs, nodes[(name, op)]) for (name, op), ms in totals.items()]
+    return kernels, None if written is None else written / runs
+
+
 def _written_bytes(lowered: ModelGraph, kernels: Sequence[str]) -> float | None:
     """Bytes the kernels' outputs take (each tensor once), or None when a shape is not known."""
     from explorer.runtimes.cost_model import bind_shape
@@ -410,7 +434,8 @@ def profile(session: PreparedSession, feeds: Mapping[str, np.ndarray], runs: int
     Parameters
     ----------
     session : PreparedSession
-        From ``OrtRuntime().prepare(...)`` or ``TvmRuntime().prepare(...)``.
+        From ``OrtRuntime().prepare(...)``, ``TvmRuntime().prepare(...)``, ``IreeRuntime().prepare(...)``
+        or ``TorchEagerRuntime().prepare(...)``.
     feeds : mapping
         The inputs.
     runs : int
@@ -434,7 +459,10 @@ def profile(session: PreparedSession, feeds: Mapping[str, np.ndarray], runs: int
         lambda: worker.run_on_model(profile_session, worker_source(graph), session.key, dict(feeds), runs)
     )
     count = max(1, int(out["runs"]))
-    if session.runtime.name.startswith("tvm"):
+    if session.runtime.name.startswith("iree"):
+        kernels, written = _iree_kernels(graph, out["records"], count)
+        launches = len(out["records"]) / count
+    elif session.runtime.name.startswith("tvm"):
         kernels, written = _tvm_kernels(
             graph, session.input_shapes, out["records"], count, session.info.get("passes") or "zero"
         )

@@ -1,4 +1,4 @@
-"""Prepared sessions kept warm in the worker: ONNX Runtime sessions and compiled TVM virtual machines.
+"""Prepared sessions kept warm in the worker: ONNX Runtime sessions, TVM virtual machines, IREE VM modules.
 
 Everything here runs inside the worker process (:mod:`explorer.isolation.worker`). A session is
 prepared once under a key the parent computes (the model, the runtime and its options) and
@@ -47,6 +47,7 @@ __all__ = [
     "ort_refusal",
     "prepare_tvm",
     "prepare_torch",
+    "prepare_iree",
     "run_session",
     "time_session",
     "has_session",
@@ -256,6 +257,104 @@ def prepare_torch(path: str, key: str, options: Mapping[str, Any]) -> dict[str, 
             bind=bind,
             call=call,
             outputs=lambda result: [t.numpy() for t in result],
+            info=info,
+            profile=profile,
+        ),
+    )
+
+
+def prepare_iree(
+    path: str, key: str, input_shapes: Mapping[str, Sequence[int]] | None, options: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Import the model at ``path`` with IREE, compile it into a VM module
+    (:func:`explorer.lower.iree_compile.build_vmfb`, in this process's scratch folder) and load it
+    under ``key`` (:mod:`explorer.runtimes.iree_vm`).
+
+    ``options``: ``target`` (default ``llvm-cpu``: this CPU), ``threads`` (0 = one per physical
+    core, as ONNX Runtime and TVM run here; 1 runs IREE's ``local-sync`` driver).
+
+    Returns
+    -------
+    dict
+        ``{"runtime": "iree", "prepare_s", "import_s", "compile_s", "target", "driver", "threads",
+        "function", "version", "reused"}``.
+
+    Raises
+    ------
+    LoweringError
+        IREE's importer or compiler refused the model (the phase, the pass, the op, its ONNX node).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from explorer.isolation import worker
+    >>> from explorer import zoo
+    >>> path = str(zoo.save("mlp"))
+    >>> info = worker.run(prepare_iree, path, "doc-prepare-iree", None, {"threads": 1})
+    >>> info["runtime"], info["driver"], info["function"]
+    ('iree', 'local-sync', 'mlp')
+    """
+    if key in _SESSIONS:
+        return {**_get(key).info, "reused": True}
+    import iree.runtime  # noqa: F401  (IREE's own import is the process's cost, not the model's)
+
+    from explorer.lower.iree_compile import build_vmfb
+    from explorer.onnx_adapter.model_files import new_model_dir
+    from explorer.runtimes.iree_vm import (
+        bind_iree_inputs,
+        iree_driver,
+        iree_outputs,
+        load_iree_function,
+        runtime_version,
+    )
+
+    threads = int(options.get("threads", 0) or 0) or physical_cores()
+    driver = iree_driver(threads)  # before the first device: IREE sizes its pool once
+    target = str(options.get("target", "llvm-cpu"))
+    started = time.perf_counter()
+    worker.report(None, "IREE: import and compile")
+    vmfb = str(new_model_dir("iree-") / "model.vmfb")
+    built = build_vmfb(path, input_shapes, vmfb, target=target)
+    function, device = load_iree_function(built["vmfb"], built["function"], driver)
+    names = list(built["inputs"])
+    info = {
+        "runtime": "iree",
+        "ok": True,
+        "prepare_s": time.perf_counter() - started,
+        "import_s": built["import_seconds"],
+        "compile_s": built["compile_seconds"],
+        "target": target,
+        "driver": driver,
+        "threads": threads,
+        "function": built["function"],
+        "version": runtime_version(),
+    }
+    sites: list[dict[str, Any]] = []  # the dispatches' call sites, compiled once on first profile
+
+    def profile(model_path: str, bound: Any, runs: int) -> list[dict[str, Any]]:
+        from explorer.runtimes.iree_dispatches import dispatch_sites, profile_dispatches
+
+        if not sites:
+            sites.append(dispatch_sites(model_path, built["inputs"], target=target))
+        inputs = [np.asarray(value.to_host()) for value in bound]
+        return profile_dispatches(
+            model_path,
+            built["vmfb"],
+            built["function"],
+            built["inputs"],
+            inputs,
+            runs,
+            driver=driver,
+            threads=threads,
+            sites=sites[0],
+        )
+
+    return _keep(
+        key,
+        _Session(
+            bind=lambda feeds: bind_iree_inputs(device, feeds, names),
+            call=lambda args: function(*args),
+            outputs=iree_outputs,
             info=info,
             profile=profile,
         ),

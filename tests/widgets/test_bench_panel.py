@@ -63,3 +63,14 @@ def test_pytorch_eager_joins_as_the_baseline_people_run_first() -> None:
     report = panel.run()
     assert [r.runtime for r in report.results] == ["ort", "torch-eager"] and report.results[1].agrees
     assert "PyTorch eager" in panel.table.value and "time: PyTorch eager" in panel.view.color_menu.options
+
+
+def test_iree_joins_with_its_dispatches_on_the_graph() -> None:
+    pytest.importorskip("iree.runtime")
+    panel = BenchPanel("zoo:mlp", min_runs=3, min_seconds=0.0)
+    panel.runtimes.value = ("ort", "iree")
+    assert [r.label for r in panel.chosen()] == ["ONNX Runtime CPU (all)", "IREE llvm-cpu"]
+    report = panel.run()
+    assert [r.runtime for r in report.results] == ["ort", "iree"] and report.results[1].agrees
+    assert "IREE llvm-cpu" in panel.table.value and "time: IREE llvm-cpu" in panel.view.color_menu.options
+    assert panel.profiles["IREE llvm-cpu"].coverage == 1.0
