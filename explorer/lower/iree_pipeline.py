@@ -89,7 +89,10 @@ def iree_available() -> bool:
     """
     import importlib.util
 
-    return importlib.util.find_spec("iree.compiler") is not None
+    try:
+        return importlib.util.find_spec("iree.compiler") is not None
+    except (ImportError, ValueError):  # no iree package at all (or a broken one)
+        return False
 
 
 _DISPATCH_OPS = frozenset(
