@@ -419,9 +419,10 @@ def build_vmfb(
 
 
 def module_sections(text: str) -> dict[str, str]:
-    """An MLIR module's top-level symbols, each as text without locations: the functions and the
+    """An MLIR module's top-level ops, each as text without locations: the functions and the
     executables the compiler outlines kernels into (``util.func @main$async``, ``flow.executable
-    @main$async_dispatch_0``), weights elided.
+    @main$async_dispatch_0``), by symbol; ops without one (``util.initializer``) numbered by kind.
+    Weights elided.
 
     Examples
     --------
@@ -436,9 +437,10 @@ def module_sections(text: str) -> dict[str, str]:
         for op in module.body.operations:
             operation = op.operation
             symbol = operation.attributes.get("sym_name", None)
-            if symbol is None:
-                continue
-            name = f"{operation.name} @{getattr(symbol, 'value', str(symbol))}"
+            if symbol is not None:
+                name = f"{operation.name} @{getattr(symbol, 'value', str(symbol))}"
+            else:
+                name = f"{operation.name} #{sum(1 for n in sections if n.startswith(operation.name + ' #'))}"
             sections[name] = operation.get_asm(assume_verified=True, **_PRINT_LIMITS)
     return sections
 
@@ -449,7 +451,10 @@ def _snapshot(text: str, onnx_nodes: Sequence[str]) -> dict[str, Any]:
     try:
         graph = mlir_graph_data(text, onnx_nodes=onnx_nodes)
     except ValueError as err:  # a dump MLIR's printer wrote but its parser refuses (vm after conversion)
-        return {"graph": None, "dialects": None, "sections": {"module": text}, "error": str(err)[:300]}
+        from explorer.lower.mlir_graph_data import dialects_in_text
+
+        counted = dialects_in_text(text)
+        return {"graph": None, "dialects": counted, "sections": {"module": text}, "error": str(err)[:300]}
     return {"graph": graph, "dialects": graph["dialects"], "sections": module_sections(text), "error": None}
 
 

@@ -23,7 +23,6 @@ Examples
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -35,6 +34,7 @@ from explorer.isolation import worker
 from explorer.isolation.worker import ProgressEvent
 from explorer.lower.iree_compile import TARGETS, lower_iree
 from explorer.lower.mlir_adapter import mlir_graph
+from explorer.lower.mlir_graph_data import dialects_in_text
 from explorer.lower.pass_failures import located
 from explorer.lower.relax_import import shape_dict
 from explorer.lower.tir import LoweringTimeline
@@ -103,22 +103,19 @@ _DISPATCH_OPS = frozenset(
 def dispatch_count(graph: ModelGraph) -> int:
     """The kernels a graph launches: dispatch regions (before flow), dispatch ops after.
 
-    Examples
-    --------
-    >>> from explorer.core.graph_schema import node_data
-    >>> from explorer.lower.mlir_adapter import mlir_graph
-    >>> g = mlir_graph({"name": "f", "edges": [], "nodes": [
-    ...     ("%0", node_data("op", "flow.dispatch", "d0", op="flow.dispatch", domain="flow"))]})
-    >>> dispatch_count(g)
-    1
+        Examples
+        --------
+        >>> from explorer.core.graph_schema import node_data
+        >>> from explorer.lower.mlir_adapter import mlir_graph
+        >>> g = mlir_graph({"name": "f", "edges": [], "nodes": [
+        ...     ("%0", node_data("op", "flow.dispatch", "d0", op="flow.dispatch", domain="flow"))]})
+        >>> dispatch_count(g)
+        1
     """
     nodes = graph.nx.nodes(data=True)
     regions = {d["scope"][0] for _, d in nodes if d["scope"] and d["scope"][0].startswith("dispatch_")}
     ops = sum(1 for _, d in nodes if d["op"] in _DISPATCH_OPS or d["op"] == "vm.call.variadic")
     return len(regions) + ops
-
-
-_OP_TOKEN = re.compile(r'(?:^\s*|= |^\s*"?)"?([a-z_][a-z0-9_]*)\.[a-z_][\w.]*', re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -153,9 +150,7 @@ class MlirTimeline(LoweringTimeline):
         >>> t.code_summary(0, "f")
         'arith 1'
         """
-        counts: dict[str, int] = {}
-        for dialect in _OP_TOKEN.findall(self.tir[index].get(name, "")):
-            counts[dialect] = counts.get(dialect, 0) + 1
+        counts = dialects_in_text(self.tir[index].get(name, ""))
         return ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1]))
 
     def mlir_text(self, index: int) -> str:

@@ -51,6 +51,7 @@ from explorer.core.unique_names import UniqueNames
 __all__ = [
     "mlir_graph_data",
     "dialect_histogram",
+    "dialects_in_text",
     "parse_module",
     "main_function",
     "location_names",
@@ -267,6 +268,23 @@ def dialect_histogram(text_or_module: Any) -> dict[str, int]:
         with context:
             return dialect_histogram(module)
     counts = Counter(op.name.split(".", 1)[0] for op in _walk(text_or_module.operation))
+    counts.pop("builtin", None)
+    return dict(sorted(counts.items()))
+
+
+_OP_TOKEN = re.compile(r'(?:^\s*|= |^\s*"?)"?([a-z_][a-z0-9_]*)\.[a-z_][\w.]*', re.MULTILINE)
+
+
+def dialects_in_text(text: str) -> dict[str, int]:
+    """Ops per dialect counted in MLIR text without parsing it: a piece of a module, or a dump MLIR's
+    parser refuses (:func:`dialect_histogram` when the text parses).
+
+    Examples
+    --------
+    >>> dialects_in_text("%0 = arith.addi %a, %b : i32\\n  %1 = arith.muli %0, %0 : i32\\n  vm.return")
+    {'arith': 2, 'vm': 1}
+    """
+    counts: Counter[str] = Counter(_OP_TOKEN.findall(text))
     counts.pop("builtin", None)
     return dict(sorted(counts.items()))
 
