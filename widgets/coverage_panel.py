@@ -1,9 +1,10 @@
 """CoveragePanel: which nodes each target takes, the graph coloured by partition, and the NPU-ready pipeline.
 
 Above: the targets to check (ONNX Runtime CPU and CUDA, NNAPI, CoreML, Qualcomm HTP,
-TVM), a check button and a status line. Below, once checked: a table per target
-(supported and total nodes, coverage by nodes and by FLOPs, partitions, whether ONNX
-Runtime's own placement agrees, the verdict), the op-support heatmap (rows: op types,
+TVM, IREE; one whose compiler is not installed says so), a check button and a status
+line. Below, once checked: a table per target (supported and total nodes, coverage by
+nodes and by FLOPs, partitions, whether ONNX Runtime's own placement agrees, the
+verdict), the op-support heatmap (rows: op types,
 columns: targets), and the graph with one "partition: TARGET" entry per target in its
 colour menu (each partition its own colour, CPU fallback grey, "⇄ DESTINATION" on the edges
 of every tensor copied between devices). Then the NPU-ready
@@ -32,7 +33,7 @@ import ipywidgets as w
 from explorer import load
 from explorer.core.graph import ModelGraph
 from explorer.core.timeline import Timeline
-from explorer.targets import TARGET_NAMES, CoverageReport, coverage, get_target
+from explorer.targets import TARGET_NAMES, CoverageReport, Target, coverage, get_target
 from explorer.targets.prepare import PREPARE_PIPELINES, PreparedModel, prepare_for_target
 from explorer.views.qdq import hide_qdq
 from explorer.views.tables import html_table
@@ -47,7 +48,13 @@ _TARGET_COLUMNS = ("target", "supported", "of", "coverage", "by FLOPs", "partiti
 _STEP_COLUMNS = ("step", "coverage", "partitions", "nodes", "max abs diff", "relative")
 
 DEFAULT_TARGETS = ("ort-cpu", "nnapi", "coreml-mlprogram", "qnn-htp")
-"""The targets checked unless others are chosen (TVM's real import attempts take longer)."""
+"""The targets checked unless others are chosen (TVM's and IREE's real compile attempts take longer)."""
+
+
+def _target_label(target: Target) -> str:
+    """A target as the selector lists it: name and device, and "not installed" where it cannot judge."""
+    label = f"{target.name}: {target.device}"
+    return label if target.unavailable is None else f"{label} (not installed)"
 
 
 def _percent(value: float | None) -> str:
@@ -84,7 +91,7 @@ class CoveragePanel(w.VBox):
         self.report: CoverageReport | None = None
         self.prepared: PreparedModel | None = None
         self.targets = w.SelectMultiple(
-            options=[(f"{name}: {get_target(name).device}", name) for name in TARGET_NAMES],
+            options=[(_target_label(get_target(name)), name) for name in TARGET_NAMES],
             value=tuple(targets),
             description="targets",
             rows=len(TARGET_NAMES),

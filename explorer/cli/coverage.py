@@ -31,15 +31,19 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """
     parser = commands.add_parser(
         "coverage",
-        help="which nodes each target takes (ONNX Runtime CPU/CUDA, NNAPI, CoreML, Qualcomm HTP, TVM), "
-        "partitions and CPU fallback",
+        help="which nodes each target takes (ONNX Runtime CPU/CUDA, NNAPI, CoreML, Qualcomm HTP, TVM, "
+        "IREE), partitions and CPU fallback",
         description="Per target: supported_nodes, total_nodes, coverage (0..1), partitions, and the ops "
         "that fall back with their reasons. Fix dynamic input shapes with --input-shape: NPUs need static "
         "shapes.",
     )
     add_model(parser, optional=True)
     parser.add_argument(
-        "--target", action="append", default=[], metavar="NAME", help="a target (repeatable; default: all)"
+        "--target",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a target (repeatable; default: all installed)",
     )
     add_input_shape(parser)
     parser.add_argument(
@@ -68,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
     0
     """
     from explorer.targets import coverage, get_target, list_targets
+    from explorer.targets.registry import require_available
 
     if args.list_targets:
         targets = list_targets()
@@ -77,6 +82,8 @@ def run(args: argparse.Namespace) -> int:
         for t in targets:
             print(f"{t.name:<17} {t.runtime} on {t.device}")
             print(f"{'':<17} {t.source.describe()}")
+            if t.unavailable:
+                print(f"{'':<17} unavailable: {t.unavailable}")
         return 0
     if not args.model:
         raise ExplorerError("coverage needs a MODEL (or --list-targets)")
@@ -84,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
         targets = [get_target(n) for n in args.target]  # before loading: a typo fails at once
     except KeyError as err:
         raise ExplorerError(err.args[0]) from None
+    require_available(targets)  # a compiler not installed: said before loading, with what to install
     shapes = dict(args.input_shape) or None
     graph = load(args.model, input_shapes=shapes)
     report = coverage(graph, targets or None, input_shapes=shapes, with_assignment=args.assignment)

@@ -307,6 +307,18 @@ def compile_mlir(
         _note_phases(phases_dir, seen, started)
         stderr.seek(0)
         diagnostics = stderr.read().decode("utf-8", "replace")
+    if process.returncode < 0:  # killed by a signal: a crash of the compiler, not a diagnostic
+        import signal
+
+        name = (
+            signal.Signals(-process.returncode).name if -process.returncode in signal.valid_signals() else ""
+        )
+        phase = next((p for p in PHASES if p not in seen), "output")
+        raise LoweringError(
+            f"iree-compile crashed with signal {-process.returncode} {name}".strip(),
+            pass_name=f"phase {phase}",
+            compiler="IREE",
+        )
     if process.returncode != 0:
         raise _compile_error(diagnostics, process.returncode, [p for p in PHASES if p in seen])
     elapsed = time.perf_counter() - started
@@ -402,6 +414,18 @@ def build_vmfb(
     ------
     LoweringError
         As :func:`import_onnx` and :func:`compile_mlir`.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> from explorer import zoo
+    >>> from explorer.onnx_adapter.files import save_model
+    >>> folder = tempfile.mkdtemp()
+    >>> path = os.path.join(folder, "m.onnx")
+    >>> save_model(zoo.build("mlp"), path)
+    >>> built = build_vmfb(path, {"input": [2, 1, 28, 28]}, os.path.join(folder, "m.vmfb"))
+    >>> built["function"], built["inputs"]
+    ('mlp', {'input': [2, 1, 28, 28]})
     """
     folder = Path(out_path).parent
     with tempfile.TemporaryDirectory(dir=folder) as scratch:

@@ -103,14 +103,14 @@ _DISPATCH_OPS = frozenset(
 def dispatch_count(graph: ModelGraph) -> int:
     """The kernels a graph launches: dispatch regions (before flow), dispatch ops after.
 
-        Examples
-        --------
-        >>> from explorer.core.graph_schema import node_data
-        >>> from explorer.lower.mlir_adapter import mlir_graph
-        >>> g = mlir_graph({"name": "f", "edges": [], "nodes": [
-        ...     ("%0", node_data("op", "flow.dispatch", "d0", op="flow.dispatch", domain="flow"))]})
-        >>> dispatch_count(g)
-        1
+    Examples
+    --------
+    >>> from explorer.core.graph_schema import node_data
+    >>> from explorer.lower.mlir_adapter import mlir_graph
+    >>> g = mlir_graph({"name": "f", "edges": [], "nodes": [
+    ...     ("%0", node_data("op", "flow.dispatch", "d0", op="flow.dispatch", domain="flow"))]})
+    >>> dispatch_count(g)
+    1
     """
     nodes = graph.nx.nodes(data=True)
     regions = {d["scope"][0] for _, d in nodes if d["scope"] and d["scope"][0].startswith("dispatch_")}

@@ -3,8 +3,9 @@
 A :class:`Target` (``get_target("qnn-htp")``; every name in :data:`TARGET_NAMES`) judges
 each node of a graph: supported, or not with a reason (op missing, opset out of range,
 dtype, dynamic shape, attribute value, constant input, rank, input count, import
-failed); its knowledge is measured from the installed build (ONNX Runtime's kernel
-registry, TVM's importer) or read from a published table with its date.
+failed, compile failed); its knowledge is measured from the installed build (ONNX
+Runtime's kernel registry, TVM's importer, IREE's importer and compiler) or read from a
+published table with its date.
 :func:`partition` groups the supported nodes as ONNX Runtime's partitioning does and
 counts the tensors crossing between devices; :func:`coverage` sums it up per target and
 per op type; :func:`real_assignment` asks ONNX Runtime where it placed each node.

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from explorer.core.tensors import dtype_bytes
 from explorer.targets.assignment import compare_assignment, real_assignment
 from explorer.targets.partition import Partitioning, partition
-from explorer.targets.registry import TARGET_NAMES, get_target
+from explorer.targets.registry import TARGET_NAMES, get_target, require_available
 from explorer.targets.support import node_facts
 
 if TYPE_CHECKING:
@@ -216,7 +216,8 @@ def coverage(
     graph : ModelGraph
         An ONNX graph (load it with ``input_shapes`` to judge it with fixed shapes).
     targets : sequence, optional
-        Target names or targets (default: every one of :data:`~explorer.targets.TARGET_NAMES`).
+        Target names or targets (default: every one of :data:`~explorer.targets.TARGET_NAMES` that is
+        available here: a compiler not installed, IREE's, is left out).
     input_shapes : mapping, optional
         Shapes for the FLOPs estimate (default: the benchmark's, 1 for batch-like dims).
     with_assignment : bool
@@ -226,6 +227,11 @@ def coverage(
     Returns
     -------
     CoverageReport
+
+    Raises
+    ------
+    UsageError
+        A target asked for is unavailable here (its compiler is not installed), before any work.
 
     Examples
     --------
@@ -237,7 +243,11 @@ def coverage(
     from explorer.runtimes.cost_model import node_costs
     from explorer.targets.ort_kernels import installed_providers
 
-    chosen = [get_target(t) if isinstance(t, str) else t for t in (targets or TARGET_NAMES)]
+    if targets:
+        chosen = [get_target(t) if isinstance(t, str) else t for t in targets]
+        require_available(chosen)
+    else:
+        chosen = [t for t in map(get_target, TARGET_NAMES) if t.unavailable is None]
     facts = node_facts(graph)
     costs = node_costs(graph, input_shapes)
     flops = {c.node: c.flops for c in costs.costs}

@@ -1,4 +1,4 @@
-"""The targets by CLI name: ONNX Runtime CPU and CUDA, NNAPI, CoreML, Qualcomm HTP, TVM.
+"""The targets by CLI name: ONNX Runtime CPU and CUDA, NNAPI, CoreML, Qualcomm HTP, TVM, IREE.
 
 Each entry builds its :class:`~explorer.targets.target.Target` on first use (reading the
 installed build or the data files then, not at import):
@@ -9,12 +9,15 @@ installed build or the data files then, not at import):
 - ``nnapi``, ``coreml-mlprogram``, ``coreml-nn``: the support tables the installed
   ONNX Runtime ships in ``tools/mobile_helpers``;
 - ``qnn-htp``: the project's table built from ``shared/data/qnn-htp-ops.md``;
-- ``tvm-llvm``: TVM's ONNX importer, tried on each distinct node in the worker.
+- ``tvm-llvm``: TVM's ONNX importer, tried on each distinct node in the worker;
+- ``iree-llvm-cpu``: IREE's ONNX importer and compiler (the optional ``iree`` extra), the
+  whole model and then each distinct node compiled in the worker; where IREE is not
+  installed the target is listed, but ``unavailable`` says what to install.
 
 Examples
 --------
->>> TARGET_NAMES
-('ort-cpu', 'ort-cuda', 'nnapi', 'coreml-mlprogram', 'coreml-nn', 'qnn-htp', 'tvm-llvm')
+>>> TARGET_NAMES[-2:]
+('tvm-llvm', 'iree-llvm-cpu')
 >>> get_target("nnapi").source.kind, get_target("ort-cpu").source.kind
 ('table', 'measured')
 """
@@ -22,8 +25,9 @@ Examples
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
+from explorer.targets.iree_support import COMPILE_TO, iree_missing, iree_reasons, iree_version
 from explorer.targets.mobile_tables import mobile_reasons, mobile_table
 from explorer.targets.ort_kernels import (
     installed_kernels,
@@ -37,7 +41,7 @@ from explorer.targets.qnn_htp import qnn_reasons, qnn_table
 from explorer.targets.target import KnowledgeSource, Target, per_node
 from explorer.targets.tvm_support import tvm_reasons
 
-__all__ = ["TARGET_NAMES", "get_target", "list_targets", "targets_frame"]
+__all__ = ["TARGET_NAMES", "get_target", "list_targets", "require_available", "targets_frame"]
 
 _CUDA_TABLE = "ort_cuda_kernels.csv"
 _COREML_MAX_RANK = 5  # ONNX Runtime's usability checker: CoreML takes tensors up to rank 5
@@ -151,6 +155,26 @@ def _tvm_llvm() -> Target:
     )
 
 
+def _iree_llvm_cpu() -> Target:
+    missing = iree_missing()
+    version = iree_version() or "(not installed)"
+    return Target(
+        "iree-llvm-cpu",
+        "IREE (ONNX importer, iree-compile), llvm-cpu",
+        "CPU (IREE-compiled)",
+        "IREE compiles the whole graph or nothing: every node must pass its ONNX importer and lowering.",
+        KnowledgeSource(
+            "measured",
+            f"iree-base-compiler {version}: the model, then each distinct node, compiled for llvm-cpu "
+            f"up to the {COMPILE_TO} phase",
+            url="https://iree.dev/guides/ml-frameworks/onnx/",
+        ),
+        lambda graph, facts: iree_reasons(graph, facts),
+        failure="IREE cannot compile the model",
+        unavailable=missing,
+    )
+
+
 _FACTORIES: Mapping[str, Callable[[], Target]] = {
     "ort-cpu": _ort_cpu,
     "ort-cuda": _ort_cuda,
@@ -181,6 +205,7 @@ _FACTORIES: Mapping[str, Callable[[], Target]] = {
     ),
     "qnn-htp": _qnn_htp,
     "tvm-llvm": _tvm_llvm,
+    "iree-llvm-cpu": _iree_llvm_cpu,
 }
 
 TARGET_NAMES = tuple(_FACTORIES)
@@ -204,6 +229,25 @@ def get_target(name: str) -> Target:
     if name not in _FACTORIES:
         raise KeyError(f"no target {name!r}; targets: {', '.join(TARGET_NAMES)}")
     return _FACTORIES[name]()
+
+
+def require_available(targets: Iterable[Target]) -> None:
+    """Raise :class:`~explorer.core.errors.UsageError` naming each target that cannot judge here, and why.
+
+    Examples
+    --------
+    >>> import dataclasses
+    >>> require_available([get_target("ort-cpu")])
+    >>> require_available([dataclasses.replace(get_target("ort-cpu"), unavailable="not built here")])
+    Traceback (most recent call last):
+    ...
+    explorer.core.errors.UsageError: target not available here; ort-cpu: not built here
+    """
+    missing = [f"{t.name}: {t.unavailable}" for t in targets if t.unavailable is not None]
+    if missing:
+        from explorer.core.errors import UsageError
+
+        raise UsageError("target not available here; " + "; ".join(missing))
 
 
 def list_targets() -> tuple[Target, ...]:

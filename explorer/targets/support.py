@@ -7,8 +7,9 @@ outputs, and the attributes with the schema's defaults filled in. A target's che
 them into a :class:`NodeSupport`: supported, or not, with one :class:`Reason` per rule
 that failed. Reason kinds are the module constants (:data:`OP_MISSING`, :data:`OPSET`,
 :data:`DTYPE`, :data:`DYNAMIC_SHAPE`, :data:`ATTRIBUTE`, :data:`CONSTANT_INPUT`,
-:data:`RANK`, :data:`INPUT_COUNT`, :data:`IMPORT_FAILED`); a :data:`NOTE` is a caveat
-that does not make a node unsupported (a published note no rule here can check).
+:data:`RANK`, :data:`INPUT_COUNT`, :data:`IMPORT_FAILED`, :data:`COMPILE_FAILED`); a
+:data:`NOTE` is a caveat that does not make a node unsupported (a published note no rule
+here can check).
 
 The rules themselves, shared by every target, are in :mod:`explorer.targets.rules`.
 
@@ -43,6 +44,7 @@ __all__ = [
     "RANK",
     "INPUT_COUNT",
     "IMPORT_FAILED",
+    "COMPILE_FAILED",
     "NOTE",
     "REASON_KINDS",
     "Reason",
@@ -73,7 +75,9 @@ RANK = "rank"
 INPUT_COUNT = "input count"
 """The node has more or fewer inputs than the target takes."""
 IMPORT_FAILED = "import failed"
-"""The target's importer (TVM's ONNX frontend) raised on this node."""
+"""The target's importer (TVM's ONNX frontend, IREE's ONNX importer) raised on this node."""
+COMPILE_FAILED = "compile failed"
+"""The target's compiler (``iree-compile``: its ONNX lowering or a later pass) failed on this node."""
 NOTE = "note"
 """A published caveat no rule here checks; the node still counts as supported."""
 REASON_KINDS = (
@@ -86,6 +90,7 @@ REASON_KINDS = (
     RANK,
     INPUT_COUNT,
     IMPORT_FAILED,
+    COMPILE_FAILED,
     NOTE,
 )
 """Every reason kind, in the order a verdict lists them."""

@@ -118,6 +118,10 @@ class Target:
         The ONNX Runtime execution provider, for targets that are one.
     failure : str
         What an unsupported node means for a target without a fallback, in words.
+    unavailable : str or None
+        Why the target cannot judge here (its compiler is not installed, and what to install);
+        None when it can. :meth:`support` then raises, and :func:`~explorer.targets.coverage`
+        leaves it out of its default targets.
 
     Examples
     --------
@@ -136,6 +140,7 @@ class Target:
     fallback: str | None = None
     provider: str | None = None
     failure: str = "the session cannot be created"
+    unavailable: str | None = None
 
     def support(
         self, graph: ModelGraph, facts: Mapping[str, NodeFacts] | None = None
@@ -154,6 +159,11 @@ class Target:
         dict
             Node id -> :class:`~explorer.targets.support.NodeSupport`.
 
+        Raises
+        ------
+        UsageError
+            The target is :attr:`unavailable` here.
+
         Examples
         --------
         >>> from explorer import load
@@ -162,6 +172,10 @@ class Target:
         >>> all(s.supported for s in support.values())
         True
         """
+        if self.unavailable is not None:
+            from explorer.core.errors import UsageError
+
+            raise UsageError(f"target {self.name}: {self.unavailable}")
         facts = node_facts(graph) if facts is None else facts
         found = self.check(graph, facts)
         out = {}
@@ -183,4 +197,5 @@ class Target:
             "fallback": self.fallback,
             "provider": self.provider,
             "failure": self.failure,
+            "unavailable": self.unavailable,
         }
