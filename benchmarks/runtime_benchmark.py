@@ -161,8 +161,8 @@ def main(argv: list[str] | None = None) -> int:
         if pretuned:  # an empty database each time: the shipped records alone
             runtimes.append(TvmRuntime(pretuned=True, tuning_root=tempfile.mkdtemp(prefix="tvm-shipped-")))
         iree = IreeRuntime()
-        if not args.no_iree and iree.available():
-            runtimes.append(iree)
+        if not args.no_iree and iree.available():  # iree-compile's defaults, then with the CPU flags
+            runtimes += [IreeRuntime(flags="default"), iree]
         medians: dict[str, list[float]] = {}
         prepare: dict[str, float] = {}
         agrees: dict[str, bool] = {}

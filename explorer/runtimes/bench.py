@@ -54,7 +54,7 @@ __all__ = [
     "rounding_floor",
 ]
 
-RUNTIME_NAMES = ("ort", "ort-cuda", "tvm", "tvm-naive", "torch-eager", "iree")
+RUNTIME_NAMES = ("ort", "ort-cuda", "tvm", "tvm-naive", "torch-eager", "iree", "iree-default")
 """Runtime names :func:`get_runtime` (and ``onnx-explorer bench --runtime``) takes."""
 
 TVM_BUILD_KEYS = ("tasks", "tasks_with_records", "task_schedules", "tuning_dir", "rpc_servers", "rpc_notes")
@@ -83,10 +83,10 @@ def get_runtime(name: str, **options: Any) -> Runtime:
         from explorer.runtimes.torch_runtime import TorchEagerRuntime
 
         return TorchEagerRuntime(**options)
-    if name == "iree":
+    if name in ("iree", "iree-default"):
         from explorer.runtimes.iree_runtime import IreeRuntime
 
-        return IreeRuntime(**options)
+        return IreeRuntime(**options) if name == "iree" else IreeRuntime(flags="default", **options)
     raise ValueError(f"no runtime {name!r}: the runtimes are {', '.join(RUNTIME_NAMES)}")
 
 

@@ -115,7 +115,11 @@ def _result_bytes(op: Any) -> int | None:
 
 
 def dispatch_sites(
-    path: str, input_shapes: Mapping[str, Sequence[int]] | None, *, target: str = "llvm-cpu"
+    path: str,
+    input_shapes: Mapping[str, Sequence[int]] | None,
+    *,
+    target: str = "llvm-cpu",
+    extra_flags: Sequence[str] = (),
 ) -> dict[str, list[dict[str, Any]]]:
     """The ONNX model at ``path`` imported and compiled to IREE's ``flow`` phase (as
     :func:`explorer.lower.iree_compile.build_vmfb` compiles it, up to there): :func:`call_sites`.
@@ -135,7 +139,7 @@ def dispatch_sites(
     with tempfile.TemporaryDirectory(prefix="iree-flow-") as folder:
         mlir, flow = os.path.join(folder, "model.mlir"), os.path.join(folder, "model.flow.mlir")
         import_onnx(path, input_shapes, mlir)
-        compile_mlir(mlir, flow, target=target, extra_flags=["--compile-to=flow"])
+        compile_mlir(mlir, flow, target=target, extra_flags=[*extra_flags, "--compile-to=flow"])
         text = Path(flow).read_text(encoding="utf-8")
     return call_sites(text)
 

@@ -81,15 +81,22 @@ class IreeRuntime:
         process: a second multi-threaded count needs a new worker.
     target : str
         IREE's compiler target (:data:`explorer.lower.iree_compile.TARGETS`): ``llvm-cpu``, this CPU.
+    flags : {"fast", "default"}
+        ``fast``: ``iree-compile``'s defaults plus :data:`~explorer.lower.iree_compile.CPU_FLAGS`
+        (data tiling, convolutions as im2col + matmul: 2x on ResNet-18 here); ``default``: exactly
+        ``iree-compile``'s defaults, as the lowering view compiles (runtime name ``iree-default``).
 
     Examples
     --------
-    >>> IreeRuntime(threads=2).options()
-    {'target': 'llvm-cpu', 'threads': 2}
+    >>> IreeRuntime(threads=2).options()["flags"]
+    ['--iree-opt-data-tiling', '--iree-global-opt-use-im2col-for-convs=true']
+    >>> IreeRuntime(flags="default").name
+    'iree-default'
     """
 
     threads: int = 0
     target: str = "llvm-cpu"
+    flags: str = "fast"
 
     def __post_init__(self) -> None:
         from explorer.lower.iree_compile import TARGETS  # no IREE import: the flags are a table
@@ -98,17 +105,21 @@ class IreeRuntime:
             raise ValueError(f"no IREE target {self.target!r}: the targets are {', '.join(TARGETS)}")
         if self.threads < 0:
             raise ValueError(f"threads must be 0 (one per physical core) or more, not {self.threads}")
+        if self.flags not in ("fast", "default"):
+            raise ValueError(f"flags must be 'fast' or 'default', not {self.flags!r}")
 
     @property
     def name(self) -> str:
-        """``iree`` (``iree-<target>`` for another target)."""
-        return "iree" if self.target == "llvm-cpu" else f"iree-{self.target}"
+        """``iree`` (``iree-<target>`` for another target; ``-default`` with IREE's default flags)."""
+        name = "iree" if self.target == "llvm-cpu" else f"iree-{self.target}"
+        return name if self.flags == "fast" else f"{name}-default"
 
     @property
     def label(self) -> str:
         """``IREE llvm-cpu``, with the thread count when one was set."""
         threads = f" ({self.threads} thread{'s' if self.threads != 1 else ''})" if self.threads else ""
-        return f"IREE {self.target}{threads}"
+        flags = ", iree-compile defaults" if self.flags == "default" else ""
+        return f"IREE {self.target}{flags}{threads}"
 
     @property
     def tuned(self) -> bool:
@@ -134,8 +145,11 @@ class IreeRuntime:
         return self.missing is None
 
     def options(self) -> dict[str, Any]:
-        """``{"target", "threads"}``."""
-        return {"target": self.target, "threads": self.threads}
+        """``{"target", "threads", "flags"}`` (``flags``: the compiler flags beyond the target's)."""
+        from explorer.lower.iree_compile import CPU_FLAGS
+
+        flags = list(CPU_FLAGS) if self.flags == "fast" else []
+        return {"target": self.target, "threads": self.threads, "flags": flags}
 
     def prepare(
         self,

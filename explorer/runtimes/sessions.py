@@ -314,7 +314,8 @@ def prepare_iree(
     started = time.perf_counter()
     worker.report(None, "IREE: import and compile")
     vmfb = str(new_model_dir("iree-") / "model.vmfb")
-    built = build_vmfb(path, input_shapes, vmfb, target=target)
+    flags = [str(f) for f in options.get("flags", ())]
+    built = build_vmfb(path, input_shapes, vmfb, target=target, extra_flags=flags)
     function, device = load_iree_function(built["vmfb"], built["function"], driver)
     names = list(built["inputs"])
     info = {
@@ -335,7 +336,7 @@ def prepare_iree(
         from explorer.runtimes.iree_dispatches import dispatch_sites, profile_dispatches
 
         if not sites:
-            sites.append(dispatch_sites(model_path, built["inputs"], target=target))
+            sites.append(dispatch_sites(model_path, built["inputs"], target=target, extra_flags=flags))
         inputs = [np.asarray(value.to_host()) for value in bound]
         return profile_dispatches(
             model_path,
