@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from explorer.cli.errors import EXIT_NOT_IMPORTED, error_dict, say_error
 from explorer.cli.fix_flags import add_fix_options, fix_progress, with_flags
@@ -111,7 +112,6 @@ def run(args: argparse.Namespace) -> int:
     """
     from explorer.core.tensors import format_bytes
     from explorer.lower import FIX, RelaxImportFailed, relax_pipeline
-    from explorer.lower.import_fix import lower_with_fixes
     from explorer.lower.relax_pipeline import check_passes
 
     if args.compiler == "iree":
@@ -119,20 +119,8 @@ def run(args: argparse.Namespace) -> int:
     if args.detail != "phases":
         raise UsageError("--detail is for --compiler iree (TVM's steps are its passes: --passes)")
     passes = check_passes(args.passes) if args.passes else "default"  # a typo: before anything runs
-    graph = load(args.model)
-    shapes = dict(args.input_shape) or None
-    check_input_shapes(graph.model, shapes or {}, args.model)
     try:
-        timeline, applied = lower_with_fixes(
-            graph,
-            shapes,
-            lambda g, s: relax_pipeline(g, s, passes),
-            simplify=args.simplify,
-            fix=args.fix,
-            progress=fix_progress(args),
-        )
-    except LoweringError as err:  # main says it (exit 3), with the flags that fix it
-        raise with_flags(err, "lower", args) from None
+        timeline, applied = _lowered(args, lambda g, s: relax_pipeline(g, s, passes))
     except RelaxImportFailed as err:
         result = err.result
         if args.json:
@@ -190,25 +178,11 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_iree(args: argparse.Namespace) -> int:
     """``lower --compiler iree``: one row per phase (or pass), with its ops per dialect."""
-    from explorer.lower.import_fix import lower_with_fixes
     from explorer.lower.iree_pipeline import iree_pipeline
 
     if args.passes:
         raise UsageError("--passes names TVM Relax passes; with --compiler iree use --detail phases|passes")
-    graph = load(args.model)
-    shapes = dict(args.input_shape) or None
-    check_input_shapes(graph.model, shapes or {}, args.model)
-    try:
-        timeline, applied = lower_with_fixes(
-            graph,
-            shapes,
-            lambda g, s: iree_pipeline(g, "llvm-cpu", args.detail, input_shapes=s),
-            simplify=args.simplify,
-            fix=args.fix,
-            progress=fix_progress(args),
-        )
-    except LoweringError as err:  # main says it (exit 3): the phase, pass, op and ONNX node
-        raise with_flags(err, "lower", args) from None
+    timeline, applied = _lowered(args, lambda g, s: iree_pipeline(g, "llvm-cpu", args.detail, input_shapes=s))
     rows = [
         {
             "pass": snap.name,
@@ -248,3 +222,19 @@ def _run_iree(args: argparse.Namespace) -> int:
             f"{row['ops']:>6} {row['dispatches']:>10}  {', '.join(f'{k} {v}' for k, v in top)}"
         )
     return 0
+
+
+def _lowered(args: argparse.Namespace, lower: Any) -> tuple[Any, list[str]]:
+    """The model of ``args`` lowered by ``lower(graph, shapes)`` through the one fix path
+    (``--simplify``, ``--fix``); a pass that fails is raised with the flags that fix it (exit 3)."""
+    from explorer.lower.import_fix import lower_with_fixes
+
+    graph = load(args.model)
+    shapes = dict(args.input_shape) or None
+    check_input_shapes(graph.model, shapes or {}, args.model)
+    try:
+        return lower_with_fixes(
+            graph, shapes, lower, simplify=args.simplify, fix=args.fix, progress=fix_progress(args)
+        )
+    except LoweringError as err:  # main says it (exit 3): the pass (or phase), op, ONNX node, fix
+        raise with_flags(err, "lower", args) from None
