@@ -7,8 +7,10 @@ when TVM's importer fails, every fix its retry offers (:meth:`RelaxImport.fixed
 <explorer.lower.relax_import.RelaxImport.fixed>`: rewrites into standard ONNX, then fixed
 shapes and onnxsim); when a lowering pass fails on a tensor whose shape it does not know
 (a :class:`~explorer.core.errors.LoweringError` whose fix is :data:`~explorer.lower.relax_import.FIX`),
-fixed shapes and onnxsim. So ``fix`` never does less than ``simplify``, and the caller runs
-every runtime on the graph the fixes made.
+fixed shapes and onnxsim; when a compiler fails at ONNX nodes a rewrite into standard ONNX
+removes (IREE's lowering has no Loop and no com.microsoft ops: :func:`lowering_rewrite`), that
+rewrite. So ``fix`` never does less than ``simplify``, and the caller runs every runtime on the
+graph the fixes made.
 
 Examples
 --------
@@ -26,10 +28,11 @@ from typing import TypeVar
 
 from explorer.core.errors import LoweringError
 from explorer.core.graph import ModelGraph
-from explorer.lower.relax_import import FIX, fix_graph
+from explorer.lower.iree_compile import UNTYPED
+from explorer.lower.relax_import import FIX, ImportFailure, fix_graph, rewrite_fix
 from explorer.lower.relax_pipeline import RelaxImportFailed
 
-__all__ = ["lower_with_fixes", "simplified"]
+__all__ = ["lower_with_fixes", "simplified", "lowering_rewrite"]
 
 T = TypeVar("T")
 
@@ -48,6 +51,29 @@ def simplified(graph: ModelGraph, input_shapes: Shapes = None) -> tuple[ModelGra
     """
     fixed, shapes = fix_graph(graph, ("onnxsim",), input_shapes, fixed_shapes=True)
     return fixed, shapes or {}
+
+
+def lowering_rewrite(graph: ModelGraph, err: LoweringError) -> tuple[str, tuple] | None:
+    """The rewrite into standard ONNX that removes the ONNX nodes a compiler failed at, in words and
+    as a pipeline (:func:`~explorer.lower.relax_import.rewrite_fix`); None when none does.
+
+    Examples
+    --------
+    >>> from explorer import load
+    >>> err = LoweringError("failed to legalize", pass_name="phase input", onnx_nodes=["/loop/Loop"])
+    >>> lowering_rewrite(load("zoo:control_flow"), err)[0]
+    'unroll the loops with a constant trip count (explorer:unroll_loops)'
+    >>> lowering_rewrite(load("zoo:mlp"), LoweringError("x", pass_name="p")) is None
+    True
+    """
+    nodes = graph.nx.nodes
+    failures = [ImportFailure(n, nodes[n]["op_type"], err.reason) for n in err.onnx_nodes if n in nodes]
+    if (
+        UNTYPED in err.reason
+    ):  # a node without types: any rewritable node upstream may be why (a local function)
+        rewritable = (ImportFailure(n, d["op_type"], "") for n, d in nodes(data=True) if d["kind"] == "op")
+        failures = [f for f in rewritable if rewrite_fix(graph, [f]) is not None]
+    return rewrite_fix(graph, failures) if failures else None
 
 
 def lower_with_fixes(
@@ -76,7 +102,8 @@ def lower_with_fixes(
         Fix the input shapes and run onnxsim before the first attempt.
     fix : bool
         When the import or a lowering pass fails, apply the fixes offered and attempt again:
-        every fix the import's retry offers; fixed shapes and onnxsim for a pass that met a
+        every fix the import's retry offers; the rewrite that removes the ONNX nodes a pass
+        failed at (:func:`lowering_rewrite`); fixed shapes and onnxsim for a pass that met a
         tensor of unknown shape (unless done already).
     progress : callable, optional
         Called with the words of each fix as it is applied.
@@ -133,7 +160,14 @@ def lower_with_fixes(
                 simplified_already = simplified_already or words == FIX
             graph, shapes = result.source, result.input_shapes
         except LoweringError as err:
-            if not fix or err.fix != FIX or simplified_already:
+            if not fix:
+                raise
+            rewrite = lowering_rewrite(graph, err)
+            if rewrite is not None and rewrite[0] not in applied:
+                graph, shapes = fix_graph(graph, rewrite[1], shapes)
+                note(rewrite[0])
+                continue
+            if err.fix != FIX or simplified_already:
                 raise
             graph, shapes = simplified(graph, shapes)
             simplified_already = True

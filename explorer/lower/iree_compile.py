@@ -48,6 +48,7 @@ __all__ = [
     "TARGETS",
     "IMPORT_OPSET",
     "CPU_FLAGS",
+    "UNTYPED",
     "ELIDE_FLAGS",
     "target_flags",
     "import_onnx",
@@ -87,6 +88,9 @@ CPU_FLAGS = ("--iree-opt-data-tiling", "--iree-global-opt-use-im2col-for-convs=t
 """What the runtime compiles with on a CPU beyond ``iree-compile``'s defaults: data tiling (packed
 operands for matmuls) and convolutions as im2col + matmul. On 2 cores here ResNet-18 ran 86 -> 38 ms
 and MobileNetV2 27 -> 16 ms with them (docs/performance.md); the lowering view keeps the defaults."""
+
+UNTYPED = "ONNX shape inference gave its output no type"
+"""What a failure says when the op IREE could not lower has an output of no type."""
 
 IMPORT_OPSET = 17
 """Models of an older opset are converted to this one before import (IREE legalizes more at 17)."""
@@ -380,7 +384,15 @@ def _compile_error(diagnostics: str, code: int, phases_done: list[str]) -> Lower
         op = f"onnx.{onnx_op.group(1)}" if onnx_op else (found.group("op") if found else None)
     fix = None
     if "failed to legalize operation 'torch.operator'" in message:
-        fix = "IREE's ONNX lowering has no conversion for this op (at this opset or with these attributes)"
+        if len(current) == 2 and "-> !torch.none" in current[1].split("\n", 1)[0]:
+            from explorer.lower.relax_import import FIX
+
+            message += f" ({UNTYPED}, and IREE lowers only typed ops)"
+            fix = FIX
+        else:
+            fix = (
+                "IREE's ONNX lowering has no conversion for this op (at this opset or with these attributes)"
+            )
     return LoweringError(
         message[:500],
         pass_name=where,

@@ -301,8 +301,12 @@ def iree_pipeline(
             timeout=timeout,
             progress=progress,
         )
-    except LoweringError as err:
-        raise located(err, graph.source) from None
+    except LoweringError as err:  # located, with the rewrite that removes its ONNX nodes when one does
+        from explorer.lower.import_fix import lowering_rewrite
+
+        rewrite = lowering_rewrite(graph, err)
+        fixed = err.replace(fix=f"{rewrite[0]}: onnx-explorer lower --fix") if rewrite is not None else err
+        raise located(fixed, graph.source) from None
     source = f"mlir:{graph.source}"
     first = out["import"]
     current = mlir_graph(first["graph"], source=source)

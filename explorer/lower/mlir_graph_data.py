@@ -205,8 +205,8 @@ def _walk(op: Any, skip: frozenset[str] = frozenset()) -> Iterator[Any]:
 
 def main_function(module: Any) -> Any:
     """The function that holds the model's work: of the functions outside any executable, the one
-    with the most ops (the model's ``$async`` function; after HAL, where command buffers are
-    recorded; the importer's single function).
+    that launches the most kernels (dispatches; after HAL, where command buffers are recorded),
+    then the one with the most ops (the importer's single function; the model's ``$async`` one).
 
     Examples
     --------
@@ -215,15 +215,24 @@ def main_function(module: Any) -> Any:
     >>> str(main_function(module).attributes["sym_name"])
     '"a"'
     """
-    best, best_count = None, -1
+    best, best_score = None, (-1, -1)
     for op in _walk(module.operation, _EXECUTABLES):
         if op.name in _FUNCTIONS:
-            count = sum(1 for _ in _walk(op))
-            if count > best_count:
-                best, best_count = op, count
+            ops = list(_walk(op))
+            score = (sum(1 for o in ops if _launches_kernel(o)), len(ops))
+            if score > best_score:
+                best, best_score = op, score
     if best is None:
         raise ValueError("the MLIR module has no function")
     return best
+
+
+def _launches_kernel(op: Any) -> bool:
+    """A dispatch (flow, stream, HAL), or the VM's call of the HAL module's dispatch."""
+    name = op.name
+    if name.startswith("vm.call"):
+        return "dispatch" in str(op.attributes["callee"]) if "callee" in op.attributes else False
+    return name.endswith(".dispatch")
 
 
 def location_names(location: Any) -> list[str]:

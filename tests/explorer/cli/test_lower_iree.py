@@ -54,3 +54,16 @@ def test_flags_of_the_other_compiler_are_refused(capsys: pytest.CaptureFixture[s
     with pytest.raises(SystemExit) as exited:
         main(["lower", "zoo:mlp", "--compiler", "gcc"])
     assert exited.value.code == 2 and "invalid choice: 'gcc'" in capsys.readouterr().err
+
+
+def test_fix_rewrites_what_iree_cannot_lower_into_standard_onnx(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["lower", "zoo:control_flow", "--compiler", "iree"]) == 3
+    assert "fix: unroll the loops with a constant trip count" in capsys.readouterr().err
+    assert main(["lower", "zoo:control_flow", "--compiler", "iree", "--fix", "--json"]) == 0
+    fixed = json.loads(capsys.readouterr().out)
+    assert fixed["fixes"] == ["unroll the loops with a constant trip count (explorer:unroll_loops)"]
+    assert fixed["steps"][-1]["pass"] == "vm"
+    # a contrib op, then an op of no type downstream of a model-local function: both rewritten
+    assert main(["lower", "zoo:custom_domain", "--compiler", "iree", "--fix", "--json"]) == 0
+    fixes = json.loads(capsys.readouterr().out)["fixes"]
+    assert any("onnxscript:inline" in f for f in fixes) and any("decompose_contrib" in f for f in fixes)
