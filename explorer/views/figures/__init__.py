@@ -24,7 +24,8 @@ One module per job; this package re-exports their public names:
 - :mod:`~explorer.views.figures.selection`: the selection ring and outline;
 - :mod:`~explorer.views.figures.view`: the first view and when text is readable;
 - :mod:`~explorer.views.figures.overlays`: diff overlays and fusion notes;
-- :mod:`~explorer.views.figures.histogram` and :mod:`~explorer.views.figures.timeline`: the bar charts.
+- :mod:`~explorer.views.figures.histogram`, :mod:`~explorer.views.figures.timeline` and
+  :mod:`~explorer.views.figures.dialects`: the bar charts (ops, nodes per step, ops per MLIR dialect).
 
 The graph figure has a fixed trace order, so widgets can update it in place.
 Edges, arrows and the hover markers are SVG (``scatter``) when at most
@@ -58,6 +59,7 @@ Examples
 """
 
 from explorer.views.figures.colors import COLOR_BY, DIFF_COLORS, category_color, node_colors, op_color
+from explorer.views.figures.dialects import dialect_figure
 from explorer.views.figures.edges import ARROW_LIMIT
 from explorer.views.figures.geometry import BoxGeometry, box_geometry
 from explorer.views.figures.graph import GRAPH_TEMPLATE, SVG_MAX_ITEMS, graph_figure
@@ -125,6 +127,7 @@ __all__ = [
     "text_in_view",
     "plot_height",
     "op_histogram_figure",
+    "dialect_figure",
     "timeline_figure",
     "initial_view",
 ]

@@ -75,7 +75,8 @@ def test_cnn_dispatches_are_timed_by_iree_and_put_on_their_onnx_nodes(iree: None
     # tiling's operand packing, with the CPU flags, is made later and has none: unmapped, as it should)
     session = IreeRuntime(threads=1, flags="default").prepare(graph)
     timed = profile(session, random_feeds(graph.model), runs=2)
-    assert timed.runtime == "iree-default" and timed.runs == 2 and timed.coverage == 1.0 and not timed.unmapped
+    assert timed.runtime == "iree-default" and timed.runs == 2
+    assert timed.coverage == 1.0 and not timed.unmapped
     ops = {n: d["op_type"] for n, d in graph.nx.nodes(data=True) if d["kind"] == "op"}
     assert set(timed.node_ms) <= set(ops)
     assert sum(op == "Conv" for op in ops.values()) == sum(ops[n] == "Conv" for n in timed.node_ms)
