@@ -61,7 +61,7 @@ def test_given_inputs_runtimes_not_available_and_models_tvm_cannot_import() -> N
     with pytest.raises(RelaxImportFailed, match="unroll"):  # the import's fix is in the message
         bench(load("zoo:control_flow"), ["ort", "tvm"], **QUICK)
     with pytest.raises(ValueError, match="the runtimes are ort, ort-cuda, tvm"):
-        get_runtime("iree")
+        get_runtime("tensorrt")
 
 
 def test_bench_cli_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
@@ -75,7 +75,7 @@ def test_bench_cli_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "zoo:mlp", "--runtime", "ort", "--min-runs", "3", "--min-seconds", "0"]) == 0
     out = capsys.readouterr().out
     assert "ONNX Runtime CPU (all)" in out and "agrees" in out
-    assert main(["bench", "zoo:mlp", "--runtime", "iree"]) == 2
+    assert main(["bench", "zoo:mlp", "--runtime", "tensorrt"]) == 2
     assert main(["bench", "zoo:control_flow", "--runtime", "tvm"]) == 3  # TVM cannot import it: the fix
     assert "explorer:unroll_loops" in capsys.readouterr().err
     tracker = ["--rpc-tracker", "127.0.0.1:1", "--rpc-key", "x"]
