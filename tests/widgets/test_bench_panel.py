@@ -73,4 +73,6 @@ def test_iree_joins_with_its_dispatches_on_the_graph() -> None:
     report = panel.run()
     assert [r.runtime for r in report.results] == ["ort", "iree"] and report.results[1].agrees
     assert "IREE llvm-cpu" in panel.table.value and "time: IREE llvm-cpu" in panel.view.color_menu.options
-    assert panel.profiles["IREE llvm-cpu"].coverage == 1.0
+    timed = panel.profiles["IREE llvm-cpu"]  # every dispatch on its Gemm but data tiling's packing
+    assert timed.coverage > 0.9 and all("_encoding_" in name for name in timed.unmapped), timed.unmapped
+    assert set(timed.node_ms) == {"/fc1/Gemm", "/fc2/Gemm", "/fc3/Gemm"}
