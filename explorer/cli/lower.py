@@ -87,6 +87,13 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "MLIR dialect of each (needs the iree extra)",
     )
     parser.add_argument(
+        "--iree-flags",
+        choices=("default", "fast"),
+        default="default",
+        help="with --compiler iree: iree-compile's defaults, or those plus data tiling and convolutions as "
+        "im2col + matmul (fast: what bench --runtime iree compiles)",
+    )
+    parser.add_argument(
         "--detail",
         choices=("phases", "passes"),
         default="phases",
@@ -116,8 +123,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.compiler == "iree":
         return _run_iree(args)
-    if args.detail != "phases":
-        raise UsageError("--detail is for --compiler iree (TVM's steps are its passes: --passes)")
+    if args.detail != "phases" or args.iree_flags != "default":
+        raise UsageError(
+            "--detail and --iree-flags are for --compiler iree (TVM's steps are its passes: --passes)"
+        )
     passes = check_passes(args.passes) if args.passes else "default"  # a typo: before anything runs
     try:
         timeline, applied = _lowered(args, lambda g, s: relax_pipeline(g, s, passes))
@@ -182,7 +191,9 @@ def _run_iree(args: argparse.Namespace) -> int:
 
     if args.passes:
         raise UsageError("--passes names TVM Relax passes; with --compiler iree use --detail phases|passes")
-    timeline, applied = _lowered(args, lambda g, s: iree_pipeline(g, "llvm-cpu", args.detail, input_shapes=s))
+    timeline, applied = _lowered(
+        args, lambda g, s: iree_pipeline(g, "llvm-cpu", args.detail, input_shapes=s, flags=args.iree_flags)
+    )
     rows = [
         {
             "pass": snap.name,

@@ -527,6 +527,7 @@ def lower_iree(
     *,
     target: str = "llvm-cpu",
     detail: str = "phases",
+    extra_flags: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Import and compile a model, returning the module after the import and after each phase (or pass).
 
@@ -543,6 +544,8 @@ def lower_iree(
     detail : {"phases", "passes"}
         One snapshot per compilation phase (:data:`PHASES`), or per module-level pass that changed
         the module (many: for small models).
+    extra_flags : sequence of str
+        More ``iree-compile`` flags (:data:`CPU_FLAGS`: what the runtime compiles with).
 
     Returns
     -------
@@ -576,6 +579,7 @@ def lower_iree(
             target=target,
             phases_dir=str(dumps) if detail == "phases" else None,
             passes_dir=str(dumps) if detail == "passes" else None,
+            extra_flags=extra_flags,
         )
         if detail == "phases":
             files = {m.group(2): dumps / name for name in os.listdir(dumps) if (m := _PHASE_FILE.match(name))}

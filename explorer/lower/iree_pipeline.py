@@ -32,7 +32,7 @@ from explorer.core.graph import ModelGraph
 from explorer.core.timeline import Snapshot, StepObserver, StepObservers
 from explorer.isolation import worker
 from explorer.isolation.worker import ProgressEvent
-from explorer.lower.iree_compile import TARGETS, lower_iree
+from explorer.lower.iree_compile import CPU_FLAGS, TARGETS, lower_iree
 from explorer.lower.mlir_adapter import mlir_graph
 from explorer.lower.mlir_graph_data import dialects_in_text
 from explorer.lower.pass_failures import located
@@ -44,7 +44,18 @@ from explorer.onnx_adapter.model_files import worker_source
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["PHASE_NOTES", "DETAILS", "MlirTimeline", "iree_pipeline", "dispatch_count", "iree_available"]
+__all__ = [
+    "PHASE_NOTES",
+    "DETAILS",
+    "FLAG_SETS",
+    "MlirTimeline",
+    "iree_pipeline",
+    "dispatch_count",
+    "iree_available",
+]
+
+FLAG_SETS: dict[str, tuple[str, ...]] = {"default": (), "fast": CPU_FLAGS}
+"""The flags :func:`iree_pipeline` compiles with, by name: iree-compile's defaults, or the runtime's."""
 
 DETAILS = ("phases", "passes")
 """What one step of :func:`iree_pipeline` is: a compilation phase, or a module-level pass."""
@@ -114,7 +125,11 @@ def dispatch_count(graph: ModelGraph) -> int:
     """
     nodes = graph.nx.nodes(data=True)
     regions = {d["scope"][0] for _, d in nodes if d["scope"] and d["scope"][0].startswith("dispatch_")}
-    ops = sum(1 for _, d in nodes if d["op"] in _DISPATCH_OPS or d["op"] == "vm.call.variadic")
+    ops = sum(
+        1
+        for _, d in nodes
+        if d["op"] in _DISPATCH_OPS or (d["op"].startswith("vm.call") and d["op_type"].endswith(".dispatch"))
+    )
     return len(regions) + ops
 
 
@@ -240,6 +255,7 @@ def iree_pipeline(
     detail: str = "phases",
     *,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
+    flags: str = "default",
     timeout: float | None = None,
     progress: Callable[[ProgressEvent], object] | None = None,
     observers: Sequence[StepObserver] = (),
@@ -257,6 +273,9 @@ def iree_pipeline(
         that changed the module (about a hundred: for small models).
     input_shapes : mapping, optional
         Fixed input shapes (dynamic dimensions default as everywhere else).
+    flags : {"default", "fast"}
+        ``iree-compile``'s defaults, or those plus :data:`~explorer.lower.iree_compile.CPU_FLAGS`
+        (data tiling, convolutions as im2col + matmul): what ``bench --runtime iree`` compiles.
     timeout : float, optional
         Seconds the worker may take.
     progress : callable, optional
@@ -287,6 +306,8 @@ def iree_pipeline(
     """
     onnx_model(graph, "iree_pipeline")
     _check(target, detail)
+    if flags not in FLAG_SETS:
+        raise UsageError(f"flags must be one of {', '.join(FLAG_SETS)}, not {flags!r}")
     watch = StepObservers(tuple(observers))
     onnx_nodes = [n for n, d in graph.nx.nodes(data=True) if d["kind"] == "op"]
     try:
@@ -297,6 +318,7 @@ def iree_pipeline(
             onnx_nodes,
             target=target,
             detail=detail,
+            extra_flags=FLAG_SETS[flags],
             step="IREE lowering",
             timeout=timeout,
             progress=progress,

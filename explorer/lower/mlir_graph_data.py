@@ -577,8 +577,15 @@ class _Builder:
         return node
 
     def add_outputs(self, function: Any) -> None:
-        block = function.regions[0].blocks[0]
-        terminator = list(block.operations)[-1].operation
+        """The function's results: what its (last) return gives back, from whichever block returns."""
+        returns = [
+            list(block.operations)[-1].operation
+            for block in function.regions[0].blocks
+            if list(block.operations) and list(block.operations)[-1].operation.name.endswith("return")
+        ]
+        if not returns:
+            return
+        terminator = returns[-1]
         for slot, value in enumerate(terminator.operands):
             name = self.value_name(value)
             node = OUTPUT_PREFIX + name
@@ -619,7 +626,8 @@ def mlir_graph_data(text: str, *, onnx_nodes: Iterable[str] = ()) -> dict[str, A
         function = main_function(module)
         builder = _Builder(module, set(onnx_nodes))
         builder.add_inputs(function)
-        builder.block(function.regions[0].blocks[0], ())
+        for block in function.regions[0].blocks:  # one block, or the VM's branches after control flow
+            builder.block(block, ())
         builder.add_outputs(function)
         name = function.attributes["sym_name"]
         return {

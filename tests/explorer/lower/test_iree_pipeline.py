@@ -99,3 +99,14 @@ def test_bad_arguments_are_refused_before_anything_runs() -> None:
         iree_pipeline(load("zoo:mlp"), "cuda")
     with pytest.raises(UsageError, match="detail must be one of phases, passes"):
         iree_pipeline(load("zoo:mlp"), detail="everything")
+
+
+def test_the_runtimes_flags_show_convolutions_as_im2col_and_matmul(resnet: MlirTimeline) -> None:
+    fast = iree_pipeline(load("zoo:resnet18"), flags="fast")  # what bench --runtime iree compiles
+    phase = "global-optimization"  # each convolution: a gather (im2col, tensor ops) and a matmul
+    assert fast.dialects[fast.index(phase)]["tensor"] > resnet.dialects[resnet.index(phase)]["tensor"]
+    assert fast.dialects[fast.index(phase)]["linalg"] > resnet.dialects[resnet.index(phase)]["linalg"]
+    assert fast[fast.index("flow")].metrics["dispatches"] > resnet[resnet.index("flow")].metrics["dispatches"]
+    assert fast[fast.index("vm")].metrics["dispatches"] > 0  # the VM's branches are read too
+    with pytest.raises(UsageError, match="flags must be one of default, fast"):
+        iree_pipeline(load("zoo:mlp"), flags="turbo")
