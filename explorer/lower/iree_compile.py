@@ -460,11 +460,12 @@ def build_vmfb(
     }
 
 
-def module_sections(text: str) -> dict[str, str]:
+def module_sections(text: Any) -> dict[str, str]:
     """An MLIR module's top-level ops, each as text without locations: the functions and the
     executables the compiler outlines kernels into (``util.func @main$async``, ``flow.executable
     @main$async_dispatch_0``), by symbol; ops without one (``util.initializer``) numbered by kind.
-    Weights elided.
+    Weights elided. ``text`` may be a module already parsed
+    (:func:`~explorer.lower.mlir_graph_data.parse_module`).
 
     Examples
     --------
@@ -473,31 +474,38 @@ def module_sections(text: str) -> dict[str, str]:
     """
     from explorer.lower.mlir_graph_data import parse_module
 
-    context, module = parse_module(text)
+    if isinstance(text, str):
+        context, module = parse_module(text)
+        with context:
+            return module_sections(module)
     sections: dict[str, str] = {}
-    with context:
-        for op in module.body.operations:
-            operation = op.operation
-            symbol = operation.attributes.get("sym_name", None)
-            if symbol is not None:
-                name = f"{operation.name} @{getattr(symbol, 'value', str(symbol))}"
-            else:
-                name = f"{operation.name} #{sum(1 for n in sections if n.startswith(operation.name + ' #'))}"
-            sections[name] = operation.get_asm(assume_verified=True, **_PRINT_LIMITS)
+    for op in text.body.operations:
+        operation = op.operation
+        symbol = operation.attributes.get("sym_name", None)
+        if symbol is not None:
+            name = f"{operation.name} @{getattr(symbol, 'value', str(symbol))}"
+        else:
+            name = f"{operation.name} #{sum(1 for n in sections if n.startswith(operation.name + ' #'))}"
+        sections[name] = operation.get_asm(assume_verified=True, **_PRINT_LIMITS)
     return sections
 
 
 def _snapshot(text: str, onnx_nodes: Sequence[str]) -> dict[str, Any]:
-    from explorer.lower.mlir_graph_data import mlir_graph_data
+    from explorer.lower.mlir_graph_data import dialects_in_text, mlir_graph_data, parse_module
 
     try:
-        graph = mlir_graph_data(text, onnx_nodes=onnx_nodes)
+        context, module = parse_module(text)  # once: the graph and the sections both read it
     except ValueError as err:  # a dump MLIR's printer wrote but its parser refuses (vm after conversion)
-        from explorer.lower.mlir_graph_data import dialects_in_text
-
         counted = dialects_in_text(text)
         return {"graph": None, "dialects": counted, "sections": {"module": text}, "error": str(err)[:300]}
-    return {"graph": graph, "dialects": graph["dialects"], "sections": module_sections(text), "error": None}
+    with context:
+        graph = mlir_graph_data(module, onnx_nodes=onnx_nodes)
+        return {
+            "graph": graph,
+            "dialects": graph["dialects"],
+            "sections": module_sections(module),
+            "error": None,
+        }
 
 
 _PASS_FILE = re.compile(r"^(\d+)_([\w.-]+)\.mlir$")

@@ -57,6 +57,7 @@ __all__ = [
     "location_names",
     "dispatch_symbols",
     "tensor_type",
+    "value_type",
     "CONTAINER_OPS",
     "CONSTANT_OPS",
 ]
@@ -156,6 +157,19 @@ def tensor_type(text: str) -> tuple[tuple[int | str, ...], str] | None:
         element = found.group(2)
     shape = tuple(int(d) if d.lstrip("-").isdigit() and int(d) >= 0 else "?" for d in dims)
     return shape, _DTYPES.get(element, element)
+
+
+def value_type(type_text: str) -> tuple[tuple[int | str, ...] | None, str]:
+    """``(shape, dtype)`` of a value's type: a tensor's (:func:`tensor_type`), else ``(None, the type
+    as MLIR writes it)`` (``!hal.buffer_view``, ``index``).
+
+    Examples
+    --------
+    >>> value_type("tensor<2xf32>"), value_type("!hal.fence")
+    (((2,), 'float32'), (None, '!hal.fence'))
+    """
+    parsed = tensor_type(type_text)
+    return parsed if parsed is not None else (None, type_text)
 
 
 def _nbytes(shape: tuple[int | str, ...], dtype: str) -> int | None:
@@ -406,13 +420,9 @@ class _Builder:
             record = self.edges[known][3]
             record["slots"] = (*record["slots"], slot)
             return
-        text = str(value.type)
-        parsed = tensor_type(text)
-        if parsed is None:
-            record = edge_data(name, None, text, None, slots=(slot,))
-        else:
-            shape, dtype = parsed
-            record = edge_data(name, shape, dtype, _nbytes(shape, dtype), slots=(slot,))
+        shape, dtype = value_type(str(value.type))
+        nbytes = _nbytes(shape, dtype) if shape is not None else None
+        record = edge_data(name, shape, dtype, nbytes, slots=(slot,))
         self.edge_index[(source, target, name)] = len(self.edges)
         self.edges.append((source, target, name, record))
 
@@ -452,8 +462,7 @@ class _Builder:
         for argument in block.arguments:
             name = self.value_name(argument)
             node = INPUT_PREFIX + name
-            parsed = tensor_type(str(argument.type))
-            shape, dtype = parsed if parsed is not None else (None, str(argument.type))
+            shape, dtype = value_type(str(argument.type))
             self.nodes.append(
                 (node, node_data("input", "Input", name, outputs=[name], shape=shape, dtype=dtype))
             )
@@ -578,19 +587,15 @@ class _Builder:
 
     def add_outputs(self, function: Any) -> None:
         """The function's results: what its (last) return gives back, from whichever block returns."""
-        returns = [
-            list(block.operations)[-1].operation
-            for block in function.regions[0].blocks
-            if list(block.operations) and list(block.operations)[-1].operation.name.endswith("return")
-        ]
+        last_ops = [list(block.operations)[-1].operation for block in function.regions[0].blocks]
+        returns = [op for op in last_ops if op.name.endswith("return")]
         if not returns:
             return
         terminator = returns[-1]
         for slot, value in enumerate(terminator.operands):
             name = self.value_name(value)
             node = OUTPUT_PREFIX + name
-            parsed = tensor_type(str(value.type))
-            shape, dtype = parsed if parsed is not None else (None, str(value.type))
+            shape, dtype = value_type(str(value.type))
             self.nodes.append(
                 (node, node_data("output", "Output", name, inputs=[name], shape=shape, dtype=dtype))
             )
@@ -598,13 +603,14 @@ class _Builder:
                 self.edge(self.producer[value], node, value, slot)
 
 
-def mlir_graph_data(text: str, *, onnx_nodes: Iterable[str] = ()) -> dict[str, Any]:
+def mlir_graph_data(text: Any, *, onnx_nodes: Iterable[str] = ()) -> dict[str, Any]:
     """The main function of an MLIR module as graph-model records (see the module docstring).
 
     Parameters
     ----------
-    text : str
-        MLIR text, with locations (``--mlir-print-debuginfo``); elided weights are fine.
+    text : str or module
+        MLIR text, with locations (``--mlir-print-debuginfo``; elided weights are fine), or a module
+        :func:`parse_module` parsed (read in its context).
     onnx_nodes : iterable of str
         The ONNX graph's node names: a location naming one of them becomes the op's ``origin``.
 
@@ -621,18 +627,21 @@ def mlir_graph_data(text: str, *, onnx_nodes: Iterable[str] = ()) -> dict[str, A
     >>> data["name"], [n for n, _ in data["nodes"]], [(u, v, e["slots"]) for u, v, _, e in data["edges"]]
     ('f', ['input:%arg0', '%0', 'output:%0'], [('input:%arg0', '%0', (0, 1)), ('%0', 'output:%0', (0,))])
     """
-    context, module = parse_module(text)
-    with context:
-        function = main_function(module)
-        builder = _Builder(module, set(onnx_nodes))
-        builder.add_inputs(function)
-        for block in function.regions[0].blocks:  # one block, or the VM's branches after control flow
-            builder.block(block, ())
-        builder.add_outputs(function)
-        name = function.attributes["sym_name"]
-        return {
-            "name": getattr(name, "value", str(name)),
-            "nodes": builder.nodes,
-            "edges": builder.edges,
-            "dialects": dialect_histogram(module),
-        }
+    if isinstance(text, str):
+        context, module = parse_module(text)
+        with context:
+            return mlir_graph_data(module, onnx_nodes=onnx_nodes)
+    module = text
+    function = main_function(module)
+    builder = _Builder(module, set(onnx_nodes))
+    builder.add_inputs(function)
+    for block in function.regions[0].blocks:  # one block, or the VM's branches after control flow
+        builder.block(block, ())
+    builder.add_outputs(function)
+    name = function.attributes["sym_name"]
+    return {
+        "name": getattr(name, "value", str(name)),
+        "nodes": builder.nodes,
+        "edges": builder.edges,
+        "dialects": dialect_histogram(module),
+    }

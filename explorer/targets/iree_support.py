@@ -68,10 +68,10 @@ from explorer.targets.support import (
     NodeFacts,
     Reason,
 )
-from explorer.targets.tvm_support import KEEP_VALUES_UP_TO, node_signature, single_node_model
+from explorer.targets.tvm_support import node_signature, single_node_model, small_constant
 
 if TYPE_CHECKING:
-    from onnx import ModelProto, NodeProto, TensorProto
+    from onnx import ModelProto, NodeProto
 
     from explorer.core.graph import ModelGraph
 
@@ -364,7 +364,7 @@ def one_node_model(
     for info in graph.nx.nodes[facts.node].get("weights") or ():
         if info.name in present:
             continue
-        value = _weight_value(graph, info.name) if (info.numel or 0) <= KEEP_VALUES_UP_TO else None
+        value = small_constant(graph, info.name)  # its value when small, as for the node's own inputs
         if value is not None:
             model.graph.initializer.append(value)
         else:
@@ -374,21 +374,6 @@ def one_node_model(
             )
         present.add(info.name)
     return model
-
-
-def _weight_value(graph: ModelGraph, name: str) -> TensorProto | None:
-    """A main-graph initializer's value, None when it cannot be read."""
-    from onnx import numpy_helper
-
-    from explorer.onnx_adapter.weights import tensor_array
-
-    proto = next((t for t in graph.model.graph.initializer if t.name == name), None)
-    if proto is None:
-        return None
-    try:
-        return numpy_helper.from_array(tensor_array(proto, graph.weights_dir), name)
-    except Exception:  # unreadable external data: the weight becomes an input of its type
-        return None
 
 
 def _reasons(facts: NodeFacts, failure: IreeFailure) -> list[Reason]:

@@ -48,6 +48,7 @@ __all__ = [
     "tvm_reasons",
     "node_signature",
     "single_node_model",
+    "small_constant",
     "import_each",
     "import_whole",
     "KEEP_VALUES_UP_TO",
@@ -74,7 +75,16 @@ def node_signature(facts: NodeFacts) -> str:
     )
 
 
-def _small_constant(graph: ModelGraph, name: str) -> TensorProto | None:
+def small_constant(graph: ModelGraph, name: str) -> TensorProto | None:
+    """A constant's value (an initializer, or a Constant node's output) when it has at most
+    :data:`KEEP_VALUES_UP_TO` elements and can be read; else None (it becomes a typed input).
+
+    Examples
+    --------
+    >>> from explorer import load
+    >>> small_constant(load("zoo:mlp"), "fc1.weight") is None  # 200,704 values: kept out
+    True
+    """
     from onnx import numpy_helper
 
     from explorer.onnx_adapter.weights import tensor_array
@@ -128,7 +138,7 @@ def single_node_model(graph: ModelGraph, facts: NodeFacts, node: NodeProto) -> M
     for tensor in facts.inputs:
         if tensor is None:
             continue
-        value = _small_constant(graph, tensor.name) if tensor.constant else None
+        value = small_constant(graph, tensor.name) if tensor.constant else None
         if value is not None:
             initializers.append(value)
         else:
