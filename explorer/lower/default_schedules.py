@@ -39,15 +39,18 @@ Examples
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from explorer.lower.relax_target import float32_lanes, register_cpu_intrinsics
+from explorer.lower.schedule_check import check_schedule
 
 __all__ = [
     "UNMEASURED",
     "DEFAULT_SCHEDULE_LABEL",
+    "SCHEDULES_VERSION",
     "DefaultDatabase",
     "default_database",
     "default_schedule",
@@ -60,16 +63,25 @@ UNMEASURED = (1.0,)
 DEFAULT_SCHEDULE_LABEL = "default schedules (MetaSchedule's rules, one unmeasured schedule per task)"
 """What TVM's untuned build is, in words: not naive loops, not tuned either."""
 
+SCHEDULES_VERSION = "2"
+"""The version of this module's decisions, part of each schedule check's cache key
+(:func:`explorer.lower.schedule_check.check_key`): change it when a decision changes."""
+
 _SEED = 0
 
 
-def _context(func_mod: Any, target: Any, seed: int) -> Any:
+def _context(func_mod: Any, target: Any, seed: int, rewrite_layout: bool = True) -> Any:
     from tvm.s_tir import meta_schedule as ms
 
+    postprocs: Any = "from-target"  # the target's default postprocessors
+    if not rewrite_layout:
+        postprocs = [
+            p for p in ms.postproc.Postproc.create("llvm") if not isinstance(p, ms.postproc.RewriteLayout)
+        ]
     return ms.TuneContext(
         mod=func_mod,
         target=target,
-        space_generator="post-order-apply",  # the target's default rules and postprocessors
+        space_generator=ms.space_generator.PostOrderApply(postprocs=postprocs),  # the target's default rules
         search_strategy=ms.search_strategy.ReplayTrace(max_fail_count=10),
         task_name="default",
         rand_state=seed,
@@ -107,13 +119,42 @@ def _roles(samples: Sequence[Any]) -> list[str]:
     return roles
 
 
-def _heuristic(func_mod: Any, target: Any) -> Any:
+def _layouts_kept(schedule: Any) -> bool:
+    """Whether every weight-layout rewrite of ``schedule`` keeps every element of its buffer.
+
+    MetaSchedule's RewriteLayout postprocessor suggests the new layout from one load of the
+    buffer; a buffer read by two loads (``te_gather_nd``'s index pairs, after the transpose
+    before it is inlined) gets a layout from one of them that maps several elements to one
+    place (BERT's 1x1x1x128x2 indices into a 2x64 buffer): the kernel then reads wrong indices.
+    """
+    root = schedule.get_sblock("root")
+    for block_rv in schedule.get_child_blocks(root):
+        block = schedule.get(block_rv)
+        if "meta_schedule.layout_rewrite_preproc" not in block.annotations:
+            continue
+        source, rewritten = block.reads[0].source, block.writes[0].source
+        if _elements(source.shape) != _elements(rewritten.shape):
+            return False
+    return True
+
+
+def _elements(shape: Sequence[Any]) -> int:
+    count = 1
+    for dim in shape:
+        count *= int(dim)
+    return count
+
+
+def _heuristic(func_mod: Any, target: Any, rewrite_layout: bool = True) -> Any:
     """The first default design space, replayed with CPU-minded tile sizes; None if it cannot be."""
     from tvm import s_tir
 
     lanes = float32_lanes(target)  # 16 on AVX-512, 8 on AVX2
-    context = _context(func_mod, target, _SEED)
-    spaces = context.generate_design_space()
+    context = _context(func_mod, target, _SEED, rewrite_layout)
+    try:
+        spaces = context.generate_design_space()
+    except Exception:  # TVM's own rules can fail on a task (ScheduleError in reverse-compute-at)
+        return None
     if not spaces:
         return None
     space = spaces[0]
@@ -153,9 +194,9 @@ def _heuristic(func_mod: Any, target: Any) -> Any:
     return schedule
 
 
-def _sampled(func_mod: Any, target: Any, seed: int) -> Any:
+def _sampled(func_mod: Any, target: Any, seed: int, rewrite_layout: bool = True) -> Any:
     """One seeded random sample of the default design space, postprocessed; None if none is valid."""
-    context = _context(func_mod, target, seed)
+    context = _context(func_mod, target, seed, rewrite_layout)
     try:
         context.pre_tuning(max_trials=1, num_trials_per_iter=1)
         candidates = context.generate_measure_candidates()
@@ -198,12 +239,16 @@ def default_schedule(func_mod: Any, target: Any, seed: int = _SEED) -> tuple[Any
     >>> how, "parallel" in schedule.mod.script()
     ('heuristic', True)
     """
-    schedule = _heuristic(func_mod, target)
-    if schedule is not None:
-        return schedule, "heuristic"
-    schedule = _sampled(func_mod, target, seed)
-    if schedule is not None:
-        return schedule, "sampled"
+    makers = (
+        ("heuristic", lambda rewrite_layout: _heuristic(func_mod, target, rewrite_layout)),
+        ("sampled", lambda rewrite_layout: _sampled(func_mod, target, seed, rewrite_layout)),
+    )
+    for how, make in makers:
+        schedule = make(True)
+        if schedule is not None and not _layouts_kept(schedule):  # a layout TVM's RewriteLayout got wrong:
+            schedule = make(False)  # the same decisions, the buffer left in its own layout
+        if schedule is not None:
+            return schedule, how
     return None, "naive"
 
 
@@ -217,14 +262,25 @@ class DefaultDatabase:
         One record per scheduled task (placeholder ``run_secs``: :data:`UNMEASURED`).
     how : dict
         Task name -> ``"heuristic"``, ``"sampled"`` or ``"naive"``.
+    rejected : dict
+        Task name -> why its default schedule is not used (it differs from the plain loops:
+        :func:`explorer.lower.schedule_check.check_schedule`); those tasks are ``"naive"``.
     """
 
     database: Any
     how: dict[str, str] = field(default_factory=dict)
+    rejected: dict[str, str] = field(default_factory=dict)
 
 
-def default_database(tasks: Sequence[Any], target: Any) -> DefaultDatabase:
+def default_database(
+    tasks: Sequence[Any], target: Any, checks: str | os.PathLike[str] | None = None
+) -> DefaultDatabase:
     """Default records for ``tasks`` (:func:`default_schedule`), in a database of their own.
+
+    Each schedule is first checked against the task's plain loops on random inputs
+    (:func:`explorer.lower.schedule_check.check_schedule`, the verdict kept in ``checks``,
+    by default the target's tuning cache): one that differs gets no record, and the task
+    keeps its plain loops (``how`` says ``"naive"``, ``rejected`` why).
 
     Examples
     --------
@@ -244,17 +300,22 @@ def default_database(tasks: Sequence[Any], target: Any) -> DefaultDatabase:
     register_cpu_intrinsics()  # TuneContext imports the tensor intrinsics: this CPU's only
     database = ms.database.MemoryDatabase()
     how: dict[str, str] = {}
+    rejected: dict[str, str] = {}
     for index, task in enumerate(tasks):
         func_mod = task.dispatched[0]
         schedule, how[task.task_name] = default_schedule(func_mod, target, _SEED + index)
         if schedule is None:
+            continue
+        check = check_schedule(func_mod, schedule.mod, target, code_version=SCHEDULES_VERSION, folder=checks)
+        if not check.agrees:
+            how[task.task_name], rejected[task.task_name] = "naive", check.reason()
             continue
         workload = database.commit_workload(func_mod)
         args = ms.arg_info.ArgInfo.from_prim_func(func_mod["main"])
         database.commit_tuning_record(
             ms.database.TuningRecord(schedule.trace, workload, list(UNMEASURED), target, args)
         )
-    return DefaultDatabase(database, how)
+    return DefaultDatabase(database, how, rejected)
 
 
 def with_defaults(tuned: Any, defaults: DefaultDatabase) -> Any:

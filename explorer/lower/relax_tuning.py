@@ -35,6 +35,7 @@ from explorer.lower.relax_frontend import import_origins, run_importer
 from explorer.lower.relax_passes import ZERO_PIPELINE, relax_pass
 from explorer.lower.relax_target import cpu_target, float32_lanes, register_cpu_intrinsics, runs_here
 from explorer.lower.rpc_measure import ServerLog, server_runner
+from explorer.lower.schedule_check import CHECKS_FOLDER
 from explorer.lower.tuning_log import record_trials, tuned_trials
 from explorer.lower.tuning_plan import (
     FIRST_ROUND_TRIALS,
@@ -543,15 +544,18 @@ def compile_tuned(
     dict
         ``{"ok": True, "executable", "compile_s", "tune_s", "trials", "trials_run", "tuned_before",
         "out_of_time", "tasks", "tasks_with_records", "task_schedules", "task_gflop", "passes",
-        "defaults_failed", "rpc_servers", "rpc_notes", "plan", "shipped", "tuning_dir", "tvm",
-        "target"}``, or
+        "defaults_failed", "defaults_rejected", "rpc_servers", "rpc_notes", "plan", "shipped",
+        "tuning_dir", "tvm", "target"}``, or
         the import's failure.
         ``task_schedules`` says, per task, where its schedule came from: ``"record"`` (the
         tuning database), else a default schedule (:mod:`explorer.lower.default_schedules`:
         ``"heuristic"`` or ``"sampled"``), or ``"naive"`` (the plain loops, where no default
         could be made); ``task_gflop`` is each task's GFLOP per call (TVM's estimate);
         ``passes`` the Relax passes the build ran before FuseTIR; ``defaults_failed`` is None,
-        or why the build with default schedules failed and was made again without them. With
+        or why the build with default schedules failed and was made again without them;
+        ``defaults_rejected`` names the tasks whose default schedule computed something else
+        than their plain loops (:mod:`explorer.lower.schedule_check`), and why: they run the
+        plain loops (``"naive"``). With
         ``rpc``: ``rpc_servers`` (server -> candidates measured, lost, and whether it died) and
         ``rpc_notes`` (a dead server's cost, in words).
 
@@ -597,7 +601,8 @@ def compile_tuned(
     before = tuned_trials(folder, key) if folder is not None else 0
     tuning = folder is not None and trials > 0 and before < trials
     # the tuning plan times every task's default schedule; a build alone needs them only where no record is
-    defaults = default_database(tasks, built_for) if tuning else None
+    checks = folder / CHECKS_FOLDER if folder is not None else None  # beside the database; else the cache's
+    defaults = default_database(tasks, built_for, checks) if tuning else None
     tune_s, out_of_time, errors, plans, run = 0.0, False, [], [], 0
     rpc_servers: dict[str, Any] | None = None
     rpc_notes: list[str] = []
@@ -623,7 +628,8 @@ def compile_tuned(
     database = ms.database.JSONDatabase(work_dir=str(folder)) if folder is not None else None
     recorded = tasks_with_records(database, tasks, built_for)
     if defaults is None:
-        defaults = default_database([t for t in tasks if t.task_name not in recorded], built_for)
+        defaults = default_database([t for t in tasks if t.task_name not in recorded], built_for, checks)
+    rejected = {name: why for name, why in defaults.rejected.items() if name not in recorded}
     schedules = {
         t.task_name: "record" if t.task_name in recorded else defaults.how[t.task_name] for t in tasks
     }
@@ -664,6 +670,7 @@ def compile_tuned(
         "task_gflop": {t.task_name: _task_gflop(t) for t in tasks},
         "passes": tuning_passes(fast_math),
         "defaults_failed": defaults_failed,
+        "defaults_rejected": rejected,
         "rpc_servers": rpc_servers,
         "rpc_notes": rpc_notes,
         "plan": [p.to_dict() for p in plans],

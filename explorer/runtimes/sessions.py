@@ -594,6 +594,7 @@ COMPILE_INFO = (
     "task_gflop",
     "passes",
     "defaults_failed",
+    "defaults_rejected",
     "rpc_servers",
     "rpc_notes",
     "errors",

@@ -1,0 +1,110 @@
+"""A default schedule checked against its plain loops (real TVM): kept when it agrees, refused when it
+does not, the verdict read from disk the second time.
+
+The task is the one that once broke BERT's dynamo export: ``te_gather_nd`` picking the attention
+mask's elements through a constant index tensor (1x1x1x128x2, marked layout-free). TVM's
+RewriteLayout postprocessor suggested that tensor a 2x64 layout, from one of its two loads: half
+its index pairs were overwritten, and the kernel read the wrong mask elements.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from explorer.lower.default_schedules import SCHEDULES_VERSION, default_schedule
+from explorer.lower.relax_target import cpu_target, register_cpu_intrinsics
+from explorer.lower.schedule_check import check_schedule
+
+SEQUENCE = 128
+"""BERT-base's sequence; 64 is the smallest that still broke (the vectorised loop is 64 long)."""
+
+
+def _gather_nd(n: int) -> Any:
+    """The ``te_gather_nd`` task of HF BertModel's dynamo export at sequence ``n``, as TVM lowered it."""
+    import tvm
+    from tvm.script import tirx as T
+
+    @T.prim_func(s_tir=True)
+    def main(
+        lv24: T.Buffer((T.int64(1), T.int64(n)), "bool"),
+        lv30: T.Buffer((T.int64(1), T.int64(1), T.int64(1), T.int64(n), T.int64(2)), "int64"),
+        T_gather_nd: T.Buffer((T.int64(1), T.int64(1), T.int64(1), T.int64(n)), "bool"),
+    ) -> None:
+        T.func_attr({"layout_free_buffers": [1], "op_pattern": 8, "tirx.noalias": True})
+        T_transpose = T.sblock_alloc_buffer(
+            (T.int64(2), T.int64(1), T.int64(1), T.int64(1), T.int64(n)), "int64"
+        )
+        for ax0, ax1, ax2, ax3, ax4 in T.grid(T.int64(2), T.int64(1), T.int64(1), T.int64(1), T.int64(n)):
+            with T.sblock("T_transpose"):
+                v_ax0, v_ax1, v_ax2, v_ax3, v_ax4 = T.axis.remap("SSSSS", [ax0, ax1, ax2, ax3, ax4])
+                T.reads(lv30[v_ax1, v_ax2, v_ax3, v_ax4, v_ax0])
+                T.writes(T_transpose[v_ax0, v_ax1, v_ax2, v_ax3, v_ax4])
+                T_transpose[v_ax0, v_ax1, v_ax2, v_ax3, v_ax4] = lv30[v_ax1, v_ax2, v_ax3, v_ax4, v_ax0]
+        for ax0, ax1, ax2, ax3 in T.grid(T.int64(1), T.int64(1), T.int64(1), T.int64(n)):
+            with T.sblock("T_gather_nd"):
+                v_ax0, v_ax1, v_ax2, v_ax3 = T.axis.remap("SSSS", [ax0, ax1, ax2, ax3])
+                T.reads(
+                    lv24[
+                        T_transpose[T.int64(0), v_ax0, v_ax1, v_ax2, v_ax3],
+                        T_transpose[T.int64(1), v_ax0, v_ax1, v_ax2, v_ax3],
+                    ],
+                    T_transpose[T.int64(0) : T.int64(2), v_ax0, v_ax1, v_ax2, v_ax3],
+                )
+                T.writes(T_gather_nd[v_ax0, v_ax1, v_ax2, v_ax3])
+                T_gather_nd[v_ax0, v_ax1, v_ax2, v_ax3] = lv24[
+                    T_transpose[T.int64(0), v_ax0, v_ax1, v_ax2, v_ax3],
+                    T_transpose[T.int64(1), v_ax0, v_ax1, v_ax2, v_ax3],
+                ]
+
+    return tvm.IRModule({"main": main})
+
+
+@pytest.fixture(scope="module")
+def target() -> Any:
+    register_cpu_intrinsics()
+    return cpu_target()
+
+
+def _layout_rewrites(schedule: Any) -> int:
+    root = schedule.get_sblock("root")
+    blocks = [schedule.get(b) for b in schedule.get_child_blocks(root)]
+    return sum("meta_schedule.layout_rewrite_preproc" in b.annotations for b in blocks)
+
+
+def test_the_default_schedule_of_the_gather_keeps_its_index_layout_and_passes(
+    target: Any, tmp_path: Path
+) -> None:
+    plain = _gather_nd(SEQUENCE)
+    schedule, how = default_schedule(plain, target)
+    assert how == "heuristic" and _layout_rewrites(schedule) == 0  # RewriteLayout's layout refused
+    check = check_schedule(plain, schedule.mod, target, code_version=SCHEDULES_VERSION, folder=tmp_path)
+    assert check.agrees and check.max_abs_err == 0.0 and not check.cached and check.reason() == ""
+
+
+def test_the_check_rejects_tvms_rewritten_index_layout(target: Any, tmp_path: Path) -> None:
+    from tvm.s_tir import meta_schedule as ms
+
+    plain = _gather_nd(SEQUENCE)
+    schedule, _ = default_schedule(plain, target)
+    assert ms.postproc.RewriteLayout().apply(schedule)  # what the default schedule was before the fix
+    assert _layout_rewrites(schedule) == 1
+    check = check_schedule(plain, schedule.mod, target, code_version=SCHEDULES_VERSION, folder=tmp_path)
+    assert not check.agrees and check.max_abs_err == 1.0  # mask elements read from the wrong places
+    assert check.reason() == "default schedule differs from the plain loops by max |diff| 1; plain loops used"
+
+
+def test_a_second_check_of_the_same_task_reads_the_verdict_and_builds_nothing(
+    target: Any, tmp_path: Path
+) -> None:
+    plain = _gather_nd(SEQUENCE)
+    schedule, _ = default_schedule(plain, target)
+    first = check_schedule(plain, schedule.mod, target, code_version=SCHEDULES_VERSION, folder=tmp_path)
+    assert len(list(tmp_path.glob("*.json"))) == 1
+    # nothing to build: a second check that tried to build would fail on it
+    again = check_schedule(plain, None, target, code_version=SCHEDULES_VERSION, folder=tmp_path)
+    assert again.cached and (again.agrees, again.max_abs_err) == (first.agrees, first.max_abs_err)
+    other = check_schedule(plain, schedule.mod, target, code_version="another", folder=tmp_path)
+    assert not other.cached  # the schedule code's version is part of the key
