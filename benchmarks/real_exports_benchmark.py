@@ -50,8 +50,9 @@ PIPELINES = {
     "gpt2_decoder": "onnxscript:optimize,ort-transformers:gpt2(num_heads={heads},hidden_size={hidden})",
     "convnext": "onnxscript:optimize,ort:extended",
     "efficientnet": "onnxscript:optimize,fuse_bn_into_conv,ort:extended",
+    "llama_kv_decoder": "onnxscript:optimize,ort:extended",
 }
-NEEDS_FIX = {"gpt2_decoder"}
+NEEDS_FIX = {"gpt2_decoder", "llama_kv_decoder"}
 COMMANDS = ("info", "coverage", "passes", "lower", "bench")
 
 
@@ -82,7 +83,8 @@ def _exported(name: str, folder: Path, reexport: bool) -> tuple[Path, float]:
     _progress(f"{name}: exporting (full size) ...")
     # in a child process: torch and the module's weights are not kept in this one while the commands run
     code = (
-        "import json, sys, time, torch; from explorer import torch_zoo; start = time.perf_counter(); "
+        "import json, sys, time, torch; from explorer.zoo import torch_exports as torch_zoo; "
+        "start = time.perf_counter(); "
         "torch_zoo.export(sys.argv[1], sys.argv[2], size='full'); "
         "print(json.dumps({'export_s': time.perf_counter() - start, 'torch': torch.__version__}))"
     )
@@ -96,9 +98,13 @@ def _exported(name: str, folder: Path, reexport: bool) -> tuple[Path, float]:
 def _shapes(name: str, seq: int) -> list[str]:
     from explorer.zoo import torch_exports as torch_zoo
 
-    args = []
-    for input_name, shape in torch_zoo.spec(name, "full")["example"].items():
-        shape = [1, seq] if len(shape) == 2 else [1, *shape[1:]]
+    args, example = [], torch_zoo.spec(name, "full")["example"]
+    past = example.get("past_key_values.0.key", [0, 0, 0])[2]  # the KV decoder's cached tokens
+    for input_name, shape in example.items():
+        if input_name == "attention_mask" and past:
+            shape = [1, past + seq]  # the cache's tokens and the new ones
+        else:
+            shape = [1, seq] if len(shape) == 2 else [1, *shape[1:]]
         args += ["--input-shape", f"{input_name}={','.join(map(str, shape))}"]
     return args
 

@@ -4,8 +4,8 @@
 #   bash scripts/build_course.sh                     every notebooks/*.ipynb
 #   bash scripts/build_course.sh 00_tour 05_tvm.ipynb   only these (names, with or without .ipynb, or paths)
 #
-# Installs what is missing first (.venv with the torch and iree extras, as scripts/bootstrap.sh does:
-# 02_exporting needs PyTorch, 08_mlir IREE). Each
+# Installs what is missing first (.venv with the torch, iree and llm extras, as scripts/bootstrap.sh does:
+# 02_exporting needs PyTorch, 08_mlir IREE, decoder LLMs the llm extra). Each
 # notebook runs top to bottom in a fresh kernel, from a scratch copy (whatever it writes stays out
 # of notebooks/), with the widgets' state stored in the executed notebook, then goes to
 # build/course/NAME.html (nbconvert's HTML exporter; the widgets show where the page can load
@@ -17,7 +17,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 OUT="${COURSE_OUT:-$ROOT/build/course}"
-bash scripts/bootstrap.sh "torch,iree"
+bash scripts/bootstrap.sh "torch,iree,llm"
 mkdir -p "$OUT"
 exec "$ROOT/.venv/bin/python" - "$OUT" "${CELL_TIMEOUT:-600}" "$@" <<'PY'
 """Run and render each notebook; write the index; exit 1 naming the failures."""

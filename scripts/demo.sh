@@ -16,7 +16,7 @@ if [[ "${1:-}" == "--headless" ]]; then HEADLESS=1; shift; fi
 MODEL="${1:-zoo:resnet18}"
 OUT="${DEMO_OUT:-$ROOT/build/demo}"
 
-bash scripts/bootstrap.sh "torch,iree"  # the course needs PyTorch (CPU build, the exporting chapter) and IREE (the MLIR chapter)
+bash scripts/bootstrap.sh "torch,iree,llm"  # the course needs PyTorch (CPU build, the exporting chapter), IREE (the MLIR chapter) and the llm extra (decoder LLMs)
 mkdir -p "$OUT"
 .venv/bin/onnx-explorer info "$MODEL"
 .venv/bin/onnx-explorer report "$MODEL" --pipeline "fuse_and_eliminate,ort:extended" -o "$OUT/report.html"

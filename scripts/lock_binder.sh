@@ -16,6 +16,9 @@
 # evaluated in the environment), found by walking the installed packages' metadata. Nothing of the
 # `test` extra (pytest, playwright, ruff, ...) unless something above needs it. The project itself
 # is not in the lock: binder/postBuild installs it with `pip install --no-deps -e .`.
+# Nor is the `llm` extra (transformers, onnxruntime-genai and their dependencies, about 200 MB): no
+# notebook Binder opens uses it, and onnxruntime-genai's builder needs ~1.8 GB for the full-size decoder,
+# a Binder visitor's whole memory; bootstrap.sh resolves it within pyproject.toml's ranges.
 # torch is pinned to the CPU build from PyTorch's CPU wheel index: a plain `torch==` pin takes
 # PyPI's CUDA build (several GB, and nvidia-* packages) on mybinder.org.
 set -euo pipefail

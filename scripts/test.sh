@@ -5,7 +5,7 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-bash scripts/bootstrap.sh "test,torch,iree"
+bash scripts/bootstrap.sh "test,torch,iree,llm"
 # Chromium for tests/browser (Debian's; idempotent, never fatal: see the script).
 bash scripts/install_chromium.sh
 export MPLBACKEND=Agg PYTHONDONTWRITEBYTECODE=1

@@ -49,11 +49,47 @@ def tiny_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def torch_exports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def torch_exports(tmp_path_factory: pytest.TempPathFactory, torch_kv_decoder: Path) -> dict[str, Path]:
     """:mod:`explorer.zoo.torch_exports`'s models, small, exported once per session (skipped without
-    torch)."""
+    torch); the KV decoder is :func:`torch_kv_decoder`'s."""
     pytest.importorskip("torch")
     from explorer.zoo import torch_exports as torch_zoo
 
     folder = tmp_path_factory.mktemp("torch-exports")
-    return {name: torch_zoo.export(name, folder) for name in torch_zoo.NAMES}
+    made = {"llama_kv_decoder": torch_kv_decoder}
+    return {name: made.get(name) or torch_zoo.export(name, folder) for name in torch_zoo.NAMES}
+
+
+@pytest.fixture(scope="session")
+def torch_kv_decoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """:mod:`explorer.zoo.torch_exports`'s ``llama_kv_decoder``, small: a Llama decoder whose KV cache is
+    inputs (``past_key_values.N.key/value``) and outputs (``present.N.key/value``), exported once per
+    session by ``torch.onnx.export(dynamo=True)`` (skipped without torch). Returns its model.onnx."""
+    pytest.importorskip("torch")
+    from explorer.zoo import torch_exports as torch_zoo
+
+    return torch_zoo.export("llama_kv_decoder", tmp_path_factory.mktemp("torch-kv-decoder"))
+
+
+def _genai_decoder(tmp_path_factory: pytest.TempPathFactory, precision: str) -> Path:
+    for module in ("torch", "transformers", "onnxruntime_genai"):  # the torch and llm extras
+        pytest.importorskip(module)
+    from explorer.zoo.decoders import genai_decoder
+
+    return genai_decoder(tmp_path_factory.mktemp(f"genai-decoder-{precision}"), precision)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="session")
+def genai_decoder_int4(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """:func:`explorer.zoo.decoders.genai_decoder`'s small int4 decoder (MatMulNBits, GroupQueryAttention,
+    GatherBlockQuantized), built once per session by onnxruntime-genai's model builder (skipped
+    without the torch and llm extras). Returns its model.onnx; beside it model.onnx.data and
+    genai_config.json."""
+    return _genai_decoder(tmp_path_factory, "int4")
+
+
+@pytest.fixture(scope="session")
+def genai_decoder_fp32(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same small decoder as :func:`genai_decoder_int4` at fp32 (float MatMuls and Gather), built once
+    per session. Returns its model.onnx."""
+    return _genai_decoder(tmp_path_factory, "fp32")

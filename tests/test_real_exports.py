@@ -42,13 +42,15 @@ PIPELINES = {
     "gpt2_decoder": "onnxscript:optimize,ort-transformers:gpt2(num_heads={heads},hidden_size={hidden})",
     "convnext": "onnxscript:optimize,ort:extended",
     "efficientnet": "onnxscript:optimize,fuse_bn_into_conv,ort:extended",
+    "llama_kv_decoder": "onnxscript:optimize,ort:extended",
 }
 """What a user runs on each: the transformer optimiser (with the heads and hidden size) on the two
-transformers, onnxscript's clean-up and ONNX Runtime's level on the CNNs."""
+transformers, onnxscript's clean-up and ONNX Runtime's level on the CNNs and the KV-cache decoder."""
 
-NEEDS_FIX = {"gpt2_decoder"}
+NEEDS_FIX = {"gpt2_decoder", "llama_kv_decoder"}
 """Models whose TVM import needs the fix the importer offers (fixed shapes and onnxsim): the
-causal mask's shapes are computed at run time, and LegalizeOps cannot emit a tensor of unknown shape."""
+causal mask's shapes are computed at run time, and LegalizeOps cannot emit a tensor of unknown shape
+(the KV decoder's importer stops at the ``Expand`` of its grouped-query attention's repeated heads)."""
 
 QUICK_BENCH = ("--warmup", "1", "--min-runs", "3", "--min-seconds", "0")
 

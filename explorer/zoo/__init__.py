@@ -16,6 +16,7 @@ name               what it is                                                   
 ``resnet18``       torchvision ResNet-18 with BatchNormalization (11.7M params)      69
 ``mobilenetv2``    MobileNetV2: inverted residuals, depthwise convs, Relu6 Clip     152
 ``transformer``    pre-LN encoder with the exporter's Shape/Gather/Concat chains    173
+``llama``          Llama-style decoder LLM with a KV cache (GQA, rotary, SwiGLU)    191
 ``detection_head`` backbone, FPN with run-time ``Resize`` sizes, shared heads       130
 ``yolov8``         YOLOv8-style: C2f/SPPF/PAN, anchors from run-time shapes, DFL     387
 ``control_flow``   an ``If`` on ``ReduceSum(x) > 0`` and a three-step ``Loop``        7
@@ -36,7 +37,12 @@ under a second and is about 42 MB serialized.
 :func:`save` writes a zoo model to a file (a fresh temporary folder unless given one), and
 :func:`single_op` makes the tiniest valid model, one operator from ``x`` to ``y``, for
 examples that need just some model. :func:`write_external_chain` writes a model whose
-weights live in an external-data file, too big to build in memory.
+weights live in an external-data file, too big to build in memory. :func:`genai_decoder`
+(:mod:`~explorer.zoo.decoders`, the ``llm`` extra) has onnxruntime-genai's model builder write a
+decoder LLM from random weights: a folder with ``model.onnx``, its external data and
+``genai_config.json``. Neither is a registered model (:func:`names`); nor are the PyTorch
+exporter's models of :mod:`~explorer.zoo.torch_exports` (among them ``llama_kv_decoder``, a
+Llama decoder with its KV cache as inputs and outputs).
 
 The builders live in one module per family: :mod:`~explorer.zoo.cnn` (``mlp``, ``resnet18``,
 ``mobilenetv2``), :mod:`~explorer.zoo.transformer`, :mod:`~explorer.zoo.detection`
@@ -70,10 +76,12 @@ import onnx
 from explorer.core.errors import UnknownNameError
 from explorer.isolation.io import save_model_atomic
 from explorer.zoo.cnn import _mlp, _mobilenetv2, _resnet18
+from explorer.zoo.decoders import genai_decoder
 from explorer.zoo.detection import _detection_head, _yolov8
 from explorer.zoo.elementwise import ELEMENTWISE_ACTIVATIONS, _elementwise
 from explorer.zoo.external import write_external_chain
 from explorer.zoo.graph_features import _control_flow, _custom_domain, _qdq_cnn
+from explorer.zoo.llama import _llama
 from explorer.zoo.parts import _Built, _model
 from explorer.zoo.tiny import single_op
 from explorer.zoo.transformer import _transformer
@@ -87,6 +95,7 @@ __all__ = [
     "single_op",
     "ELEMENTWISE_ACTIVATIONS",
     "write_external_chain",
+    "genai_decoder",
 ]
 
 
@@ -105,6 +114,7 @@ _MODELS: dict[str, _Builder] = {
     "resnet18": _resnet18,
     "mobilenetv2": _mobilenetv2,
     "transformer": _transformer,
+    "llama": _llama,
     "detection_head": _detection_head,
     "yolov8": _yolov8,
     "control_flow": _control_flow,

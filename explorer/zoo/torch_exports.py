@@ -8,24 +8,37 @@ unlike :mod:`explorer.zoo`'s: opset 18 or later, ``node_linear_NN`` names, modul
 the ``pkg.torch.onnx.*`` metadata, and ``IsNaN``/``Where`` around the attention mask of
 ``scaled_dot_product_attention``.
 
-================  ==========================================================  ========  ========
-name              what it is (``size="full"``)                                 full      small
-================  ==========================================================  ========  ========
-``bert_encoder``  BERT-base: 12 layers, hidden 768, 12 heads, FFN 3072,        ~420 MB   ~1 MB
-                  vocab 30522; inputs ``input_ids`` and ``attention_mask``
-``gpt2_decoder``  GPT-2 small: 12 layers, hidden 768, 12 heads, vocab 50257,   ~500 MB   ~1 MB
-                  causal, no KV cache; input ``input_ids``
-``convnext``      ConvNeXt-T: stages [3, 3, 9, 3], dims [96, 192, 384, 768],   ~110 MB   ~0.5 MB
-                  depthwise 7x7, LayerNorm, inverted MLP; 224x224 images
-``efficientnet``  EfficientNet-B0: MBConv with squeeze-excitation and SiLU,     ~21 MB    ~0.3 MB
-                  BatchNormalization; 224x224 images
-================  ==========================================================  ========  ========
+====================  ==========================================================  ========  ========
+name                  what it is (``size="full"``)                                 full      small
+====================  ==========================================================  ========  ========
+``bert_encoder``      BERT-base: 12 layers, hidden 768, 12 heads, FFN 3072,        ~420 MB   ~1 MB
+                      vocab 30522; inputs ``input_ids`` and ``attention_mask``
+``gpt2_decoder``      GPT-2 small: 12 layers, hidden 768, 12 heads, vocab 50257,   ~500 MB   ~1 MB
+                      causal, no KV cache; input ``input_ids``
+``convnext``          ConvNeXt-T: stages [3, 3, 9, 3], dims [96, 192, 384, 768],   ~110 MB   ~0.5 MB
+                      depthwise 7x7, LayerNorm, inverted MLP; 224x224 images
+``efficientnet``      EfficientNet-B0: MBConv with squeeze-excitation and SiLU,     ~21 MB    ~0.3 MB
+                      BatchNormalization; 224x224 images
+``llama_kv_decoder``  SmolLM2-135M's Llama shape with a KV cache: 30 layers,        ~540 MB   ~0.7 MB
+                      hidden 576, 9 heads, 3 KV heads (grouped-query attention),
+                      SwiGLU FFN 1536, RMSNorm, rotary embeddings, vocab 49152,
+                      tied; past/present KV as inputs/outputs (below)
+====================  ==========================================================  ========  ========
 
 ``size="small"`` is the same architecture at reduced width and depth (for tests: a few seconds to
 export); ``size="full"`` is the real size (a minute or more to export on two cores). The dynamic
-dimensions are ``batch`` (every model) and ``sequence`` (the two transformers); images are fixed
+dimensions are ``batch`` (every model) and ``sequence`` (the transformers); images are fixed
 at the size in :func:`spec`. :func:`spec` also gives the attention heads and hidden size the
 transformer optimisers need.
+
+``llama_kv_decoder`` is a decoder LLM as people export one themselves for generation: inputs
+``input_ids`` ``[batch, sequence]``, ``attention_mask`` ``[batch, total_sequence]`` (past plus
+new tokens) and ``past_key_values.N.key`` / ``past_key_values.N.value`` ``[batch, kv_heads,
+past_sequence, head_size]`` for each layer N; outputs ``logits`` ``[batch, sequence, vocab]``
+and ``present.N.key`` / ``present.N.value`` ``[batch, kv_heads, past_sequence + sequence,
+head_size]``. ``past_sequence`` may be 0 (the prefill); feeding each ``present`` back as ``past``
+decodes one token at a time. The graph is plain ONNX (the exporter's attention, no contrib ops),
+unlike onnxruntime-genai's builder's (:mod:`explorer.zoo.decoders`).
 
 Examples
 --------
@@ -56,9 +69,9 @@ from typing import Any, Literal
 
 from explorer.core.errors import MissingDependencyError, UnknownNameError, UsageError
 
-__all__ = ["NAMES", "SIZES", "export", "spec"]
+__all__ = ["NAMES", "SIZES", "export", "module", "spec"]
 
-NAMES: tuple[str, ...] = ("bert_encoder", "gpt2_decoder", "convnext", "efficientnet")
+NAMES: tuple[str, ...] = ("bert_encoder", "gpt2_decoder", "convnext", "efficientnet", "llama_kv_decoder")
 """The models :func:`export` builds."""
 
 SIZES: tuple[str, ...] = ("small", "full")
@@ -83,7 +96,19 @@ _CONFIGS: dict[str, dict[str, dict[str, Any]]] = {
         "full": {"width": 1.0, "depth": 1.0, "image": 224, "classes": 1000},
         "small": {"width": 0.25, "depth": 0.34, "image": 64, "classes": 10},
     },
+    "llama_kv_decoder": {  # full: HuggingFaceTB/SmolLM2-135M's shape; small: explorer.zoo.decoders' small
+        "full": {"layers": 30, "hidden": 576, "heads": 9, "kv_heads": 3, "ffn": 1536, "vocab": 49152}
+        | {"positions": 8192, "rope_theta": 100000.0, "eps": 1e-5},
+        "small": {"layers": 2, "hidden": 64, "heads": 4, "kv_heads": 2, "ffn": 128, "vocab": 512}
+        | {"positions": 256, "rope_theta": 100000.0, "eps": 1e-5},
+    },
 }
+
+_TEXT = ("bert_encoder", "gpt2_decoder", "llama_kv_decoder")
+"""The models that take token ids (a dynamic ``sequence``)."""
+
+_OUTPUTS = {"bert_encoder": ["last_hidden_state", "pooler_output"]}
+"""Output names other than ``["logits"]`` (the KV decoder's presents: :func:`spec`)."""
 
 
 def _torch() -> Any:
@@ -118,9 +143,11 @@ def spec(name: str, size: Size = "small") -> dict[str, Any]:
     -------
     dict
         ``inputs``: input name to (dtype, shape with ``"batch"``/``"sequence"`` for the dynamic
-        dimensions); ``example``: input name to the concrete shape exported with (and a
-        sensible ``--input-shape``); ``config``: the architecture's numbers (``layers``,
-        ``hidden``, ``heads``, ... for the transformers).
+        dimensions, and ``"total_sequence"``/``"past_sequence"`` for the KV decoder's mask and
+        cache); ``outputs``: the output names, in order; ``example``: input name to the concrete
+        shape exported with (and a sensible ``--input-shape``); ``config``: the architecture's
+        numbers (``layers``, ``hidden``, ``heads``, ... for the transformers; ``kv_heads``,
+        ``ffn``, ``positions`` (the context length), ``rope_theta`` and ``eps`` for the KV decoder).
 
     Examples
     --------
@@ -128,10 +155,27 @@ def spec(name: str, size: Size = "small") -> dict[str, Any]:
     12
     >>> spec("convnext")["inputs"]
     {'pixel_values': ('float32', ['batch', 3, 64, 64])}
+    >>> kv = spec("llama_kv_decoder")
+    >>> kv["inputs"]["past_key_values.1.value"], kv["example"]["attention_mask"]
+    (('float32', ['batch', 2, 'past_sequence', 16]), [2, 24])
+    >>> kv["outputs"][:3]
+    ['logits', 'present.0.key', 'present.0.value']
     """
     _check(name, size)
     config = dict(_CONFIGS[name][size])
-    if name in ("bert_encoder", "gpt2_decoder"):
+    outputs = _OUTPUTS.get(name, ["logits"])
+    if name == "llama_kv_decoder":
+        seq, past = (16, 8) if size == "small" else (128, 32)
+        cache = [config["kv_heads"], config["hidden"] // config["heads"]]
+        kv_inputs = _kv_names("past_key_values", config["layers"])
+        inputs = {
+            "input_ids": ("int64", ["batch", "sequence"]),
+            "attention_mask": ("int64", ["batch", "total_sequence"]),
+        } | {n: ("float32", ["batch", cache[0], "past_sequence", cache[1]]) for n in kv_inputs}
+        example = {"input_ids": [2, seq], "attention_mask": [2, past + seq]}
+        example |= {n: [2, cache[0], past, cache[1]] for n in kv_inputs}
+        outputs = ["logits", *_kv_names("present", config["layers"])]
+    elif name in _TEXT:
         seq = 16 if size == "small" else 128
         names = ["input_ids", "attention_mask"] if name == "bert_encoder" else ["input_ids"]
         inputs = {n: ("int64", ["batch", "sequence"]) for n in names}
@@ -140,7 +184,12 @@ def spec(name: str, size: Size = "small") -> dict[str, Any]:
         image = config["image"]
         inputs = {"pixel_values": ("float32", ["batch", 3, image, image])}
         example = {"pixel_values": [2, 3, image, image]}
-    return {"inputs": inputs, "example": example, "config": config}
+    return {"inputs": inputs, "outputs": list(outputs), "example": example, "config": config}
+
+
+def _kv_names(prefix: str, layers: int) -> list[str]:
+    """``PREFIX.0.key``, ``PREFIX.0.value``, ``PREFIX.1.key``, ...: the cache's names, layer by layer."""
+    return [f"{prefix}.{i}.{kind}" for i in range(layers) for kind in ("key", "value")]
 
 
 # --- the modules ---------------------------------------------------------------------------------
@@ -423,6 +472,107 @@ def _efficientnet(torch: Any, c: dict[str, Any]) -> Any:
     return model
 
 
+def _llama_kv(torch: Any, c: dict[str, Any]) -> Any:
+    """A Llama decoder (RMSNorm, rotary, grouped-query attention, SwiGLU) that reads and returns its KV cache.
+
+    Parameter names are Hugging Face's ``LlamaForCausalLM``'s (``model.layers.0.self_attn.q_proj.weight``).
+    ``forward(input_ids, attention_mask, past_key_values)`` takes the cache as one flat list (key,
+    value of layer 0, then layer 1, ...) and returns ``(logits, *presents)`` in that order.
+    """
+    nn, F = torch.nn, torch.nn.functional
+    head = c["hidden"] // c["heads"]
+
+    class RMSNorm(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.weight = nn.Parameter(torch.ones(c["hidden"]))
+
+        def forward(self, x: Any) -> Any:
+            return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + c["eps"]))
+
+    def rotate(x: Any, cos: Any, sin: Any) -> Any:
+        first, second = x.chunk(2, dim=-1)
+        return x * cos + torch.cat((-second, first), dim=-1) * sin
+
+    class Attention(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.q_proj = nn.Linear(c["hidden"], c["heads"] * head, bias=False)
+            self.k_proj = nn.Linear(c["hidden"], c["kv_heads"] * head, bias=False)
+            self.v_proj = nn.Linear(c["hidden"], c["kv_heads"] * head, bias=False)
+            self.o_proj = nn.Linear(c["heads"] * head, c["hidden"], bias=False)
+
+        def forward(self, x: Any, rope: tuple[Any, Any], mask: Any, past: tuple[Any, Any]) -> Any:
+            b, s, _ = x.shape
+            q = self.q_proj(x).view(b, s, c["heads"], head).transpose(1, 2)
+            k = self.k_proj(x).view(b, s, c["kv_heads"], head).transpose(1, 2)
+            v = self.v_proj(x).view(b, s, c["kv_heads"], head).transpose(1, 2)
+            q, k = rotate(q, *rope), rotate(k, *rope)
+            k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)
+            group = c["heads"] // c["kv_heads"]  # each KV head serves `group` query heads
+            out = F.scaled_dot_product_attention(
+                q, k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1), attn_mask=mask
+            )
+            return self.o_proj(out.transpose(1, 2).reshape(b, s, c["heads"] * head)), k, v
+
+    class MLP(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.gate_proj = nn.Linear(c["hidden"], c["ffn"], bias=False)
+            self.up_proj = nn.Linear(c["hidden"], c["ffn"], bias=False)
+            self.down_proj = nn.Linear(c["ffn"], c["hidden"], bias=False)
+
+        def forward(self, x: Any) -> Any:
+            return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+    class DecoderLayer(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.input_layernorm, self.self_attn = RMSNorm(), Attention()
+            self.post_attention_layernorm, self.mlp = RMSNorm(), MLP()
+
+        def forward(self, x: Any, rope: tuple[Any, Any], mask: Any, past: tuple[Any, Any]) -> Any:
+            attended, k, v = self.self_attn(self.input_layernorm(x), rope, mask, past)
+            x = x + attended
+            return x + self.mlp(self.post_attention_layernorm(x)), k, v
+
+    class LlamaModel(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embed_tokens = nn.Embedding(c["vocab"], c["hidden"])
+            self.layers = nn.ModuleList(DecoderLayer() for _ in range(c["layers"]))
+            self.norm = RMSNorm()
+            inv_freq = 1.0 / c["rope_theta"] ** (torch.arange(0, head, 2, dtype=torch.float32) / head)
+            self.register_buffer("inv_freq", inv_freq, persistent=False)
+
+        def forward(self, input_ids: Any, attention_mask: Any, past_key_values: list[Any]) -> Any:
+            s, past = input_ids.shape[1], past_key_values[0].shape[2]
+            positions = torch.arange(s, device=input_ids.device) + past
+            freqs = positions[:, None].to(torch.float32) * self.inv_freq[None, :]
+            angles = torch.cat((freqs, freqs), dim=-1)
+            rope = (angles.cos()[None, None], angles.sin()[None, None])
+            causal = torch.arange(past + s, device=input_ids.device)[None, :] <= positions[:, None]
+            mask = causal[None, None] & attention_mask[:, None, None, :].to(torch.bool)
+            x, presents = self.embed_tokens(input_ids), []
+            for i, layer in enumerate(self.layers):
+                x, k, v = layer(x, rope, mask, (past_key_values[2 * i], past_key_values[2 * i + 1]))
+                presents += [k, v]
+            return self.norm(x), presents
+
+    class LlamaForCausalLM(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = LlamaModel()
+            self.lm_head = nn.Linear(c["hidden"], c["vocab"], bias=False)
+            self.lm_head.weight = self.model.embed_tokens.weight  # tied, as in SmolLM2
+
+        def forward(self, input_ids: Any, attention_mask: Any, past_key_values: list[Any]) -> tuple[Any, ...]:
+            hidden, presents = self.model(input_ids, attention_mask, past_key_values)
+            return (self.lm_head(hidden), *presents)
+
+    return LlamaForCausalLM()
+
+
 @contextlib.contextmanager
 def _quiet() -> Iterator[None]:
     """The exporter's progress lines (stdout), FutureWarnings and "torchvision is not installed" logs."""
@@ -442,12 +592,19 @@ _BUILDERS = {
     "gpt2_decoder": _gpt2,
     "convnext": _convnext,
     "efficientnet": _efficientnet,
+    "llama_kv_decoder": _llama_kv,
 }
 
 
 def _example_inputs(torch: Any, name: str, s: dict[str, Any], seed: int) -> tuple[Any, ...]:
     generator = torch.Generator().manual_seed(seed)
-    if name in ("bert_encoder", "gpt2_decoder"):
+    if name == "llama_kv_decoder":
+        shapes = s["example"]
+        ids = torch.randint(0, s["config"]["vocab"], shapes["input_ids"], generator=generator)
+        mask = torch.ones(shapes["attention_mask"], dtype=torch.int64)
+        past = [torch.randn(shapes[n], generator=generator) for n in list(shapes)[2:]]
+        return ids, mask, past
+    if name in _TEXT:
         shape = s["example"]["input_ids"]
         ids = torch.randint(0, s["config"]["vocab"], shape, generator=generator)
         if name == "gpt2_decoder":
@@ -456,6 +613,66 @@ def _example_inputs(torch: Any, name: str, s: dict[str, Any], seed: int) -> tupl
         mask[0, shape[1] // 2 :] = 0  # padding in the first sequence
         return ids, mask
     return (torch.randn(s["example"]["pixel_values"], generator=generator),)
+
+
+def _dynamic_shapes(torch: Any, name: str, s: dict[str, Any]) -> dict[str, Any]:
+    """The exporter's ``dynamic_shapes``, named as :func:`spec`'s inputs (``batch``, ``sequence``, ...)."""
+    dim, positions = torch.export.Dim, s["config"].get("positions", 1)
+    batch = dim("batch", min=1, max=1024)
+    if name not in _TEXT:
+        return {input_name: {0: batch} for input_name in s["inputs"]}
+    sequence = dim("sequence", min=1, max=positions)
+    if name != "llama_kv_decoder":
+        return {input_name: {0: batch, 1: sequence} for input_name in s["inputs"]}
+    past = dim("past_sequence", min=0, max=positions)  # 0: the prefill
+    return {
+        "input_ids": {0: batch, 1: sequence},
+        "attention_mask": {0: batch, 1: dim("total_sequence", min=1, max=2 * positions)},
+        "past_key_values": [{0: batch, 2: past} for _ in list(s["inputs"])[2:]],
+    }
+
+
+def module(name: str, size: Size = "small", *, seed: int = 0) -> Any:
+    """The PyTorch module :func:`export` exports, with the same random weights, in eval mode.
+
+    What a test compares the ONNX model with (PyTorch eager on the same inputs).
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`NAMES`.
+    size : {"small", "full"}
+        The reduced or the real size.
+    seed : int
+        Seeds the weights (``torch.manual_seed``), as :func:`export` does.
+
+    Returns
+    -------
+    torch.nn.Module
+        The model; the KV decoder's ``forward(input_ids, attention_mask, past_key_values)`` takes
+        the cache as one flat list (layer 0's key and value, then layer 1's, ...) and returns
+        ``(logits, *presents)`` in the same order.
+
+    Raises
+    ------
+    MissingDependencyError
+        PyTorch is not installed (the ``torch`` extra).
+    UnknownNameError
+        ``name`` is not one of :data:`NAMES`.
+
+    Examples
+    --------
+    >>> import torch
+    >>> model = module("llama_kv_decoder")
+    >>> empty = [torch.zeros(1, 2, 0, 16) for _ in range(4)]  # 2 layers' keys and values, past length 0
+    >>> logits, *presents = model(torch.tensor([[1, 2, 3]]), torch.ones(1, 3, dtype=torch.int64), empty)
+    >>> tuple(logits.shape), tuple(presents[0].shape)
+    ((1, 3, 512), (1, 2, 3, 16))
+    """
+    _check(name, size)
+    torch = _torch()
+    torch.manual_seed(seed)
+    return _BUILDERS[name](torch, spec(name, size)["config"]).eval()
 
 
 def export(name: str, path_or_folder: str | os.PathLike[str], *, size: Size = "small", seed: int = 0) -> Path:
@@ -499,15 +716,8 @@ def export(name: str, path_or_folder: str | os.PathLike[str], *, size: Size = "s
     if target.is_dir():
         target = target / f"{name}-{size}.onnx"
     s = spec(name, size)
-    torch.manual_seed(seed)
-    model = _BUILDERS[name](torch, s["config"]).eval()
+    model = module(name, size, seed=seed)
     args = _example_inputs(torch, name, s, seed)
-    batch = torch.export.Dim("batch", min=1, max=1024)
-    dims: dict[int, Any] = {0: batch}
-    if name in ("bert_encoder", "gpt2_decoder"):
-        dims[1] = torch.export.Dim("sequence", min=1, max=s["config"]["positions"])
-    dynamic_shapes = {input_name: dict(dims) for input_name in s["inputs"]}
-    output_names = {"bert_encoder": ["last_hidden_state", "pooler_output"], "gpt2_decoder": ["logits"]}
     target.parent.mkdir(parents=True, exist_ok=True)
     with _quiet(), torch.no_grad():
         torch.onnx.export(
@@ -516,8 +726,8 @@ def export(name: str, path_or_folder: str | os.PathLike[str], *, size: Size = "s
             str(target),
             dynamo=True,
             input_names=list(s["inputs"]),
-            output_names=output_names.get(name, ["logits"]),
-            dynamic_shapes=dynamic_shapes,
+            output_names=s["outputs"],
+            dynamic_shapes=_dynamic_shapes(torch, name, s),
             external_data=False,
             verbose=False,
         )

@@ -20,7 +20,7 @@ def _dims(value: onnx.ValueInfoProto) -> list[int | str]:
 
 
 def test_names_and_specs() -> None:
-    assert torch_zoo.NAMES == ("bert_encoder", "gpt2_decoder", "convnext", "efficientnet")
+    assert torch_zoo.NAMES == ("bert_encoder", "gpt2_decoder", "convnext", "efficientnet", "llama_kv_decoder")
     bert = torch_zoo.spec("bert_encoder", "full")
     assert bert["config"] == {
         "layers": 12,
@@ -33,6 +33,22 @@ def test_names_and_specs() -> None:
     assert bert["inputs"] == {n: ("int64", ["batch", "sequence"]) for n in ("input_ids", "attention_mask")}
     assert torch_zoo.spec("gpt2_decoder", "full")["config"]["vocab"] == 50257
     assert torch_zoo.spec("convnext", "full")["config"]["dims"] == (96, 192, 384, 768)
+    assert bert["outputs"] == ["last_hidden_state", "pooler_output"]
+    kv = torch_zoo.spec("llama_kv_decoder", "full")
+    assert {
+        k: kv["config"][k] for k in ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "positions")
+    } == {
+        "layers": 30,
+        "hidden": 576,
+        "heads": 9,
+        "kv_heads": 3,
+        "ffn": 1536,
+        "vocab": 49152,
+        "positions": 8192,
+    }
+    assert len(kv["inputs"]) == 2 + 60 and len(kv["outputs"]) == 1 + 60
+    assert kv["inputs"]["past_key_values.29.value"] == ("float32", ["batch", 3, "past_sequence", 64])
+    assert kv["example"]["attention_mask"] == [2, 32 + 128]
 
 
 def test_unknown_name_and_size_are_typed_errors(tmp_path: Path) -> None:
@@ -91,3 +107,84 @@ def test_the_seed_sets_the_weights(torch_exports: dict[str, Path], tmp_path: Pat
     assert all(np.array_equal(a, b) for a, b in zip(weights[0], weights[1], strict=True))
     assert not all(np.array_equal(a, b) for a, b in zip(weights[0], weights[2], strict=True))
     assert other.name == "convnext-small.onnx"
+
+
+# --- the decoder with a KV cache ---------------------------------------------------------------
+
+KV = torch_zoo.spec("llama_kv_decoder")
+KV_SHAPE = KV["inputs"]["past_key_values.0.key"][1]
+
+
+@pytest.mark.torch
+def test_kv_decoder_names_its_cache_inputs_and_outputs(torch_kv_decoder: Path) -> None:
+    model = onnx.load(torch_kv_decoder)
+    layers, kv_heads, head = KV["config"]["layers"], KV_SHAPE[1], KV_SHAPE[3]
+    past = {
+        f"past_key_values.{i}.{kind}": ["batch", kv_heads, "past_sequence", head]
+        for i in range(layers)
+        for kind in ("key", "value")
+    }
+    assert {i.name: _dims(i) for i in model.graph.input} == {
+        "input_ids": ["batch", "sequence"],
+        "attention_mask": ["batch", "total_sequence"],
+        **past,
+    }
+    assert [i.name for i in model.graph.input][2:4] == ["past_key_values.0.key", "past_key_values.0.value"]
+    present = ["batch", kv_heads, "past_sequence + sequence", head]
+    assert {o.name: _dims(o) for o in model.graph.output} == {
+        "logits": ["batch", "sequence", KV["config"]["vocab"]],
+        **{name.replace("past_key_values", "present"): present for name in past},
+    }
+    assert [o.name for o in model.graph.output] == KV["outputs"]
+    assert not {n.domain for n in model.graph.node} - {""}, "plain ONNX: no contrib ops"
+
+
+@pytest.mark.torch
+def test_kv_decoder_prefill_then_decode_equals_eager(torch_kv_decoder: Path) -> None:
+    torch = pytest.importorskip("torch")
+    session = ort.InferenceSession(str(torch_kv_decoder), providers=["CPUExecutionProvider"])
+    ids = np.random.default_rng(0).integers(0, KV["config"]["vocab"], (2, 7), dtype=np.int64)
+    kv_heads, head = KV_SHAPE[1], KV_SHAPE[3]
+    empty = {name: np.zeros((2, kv_heads, 0, head), np.float32) for name in list(KV["inputs"])[2:]}
+    prefill = session.run(
+        None, {"input_ids": ids[:, :6], "attention_mask": np.ones((2, 6), np.int64), **empty}
+    )
+    assert prefill[0].shape == (2, 6, KV["config"]["vocab"]) and prefill[1].shape == (2, kv_heads, 6, head)
+    past = {name: value for name, value in zip(list(KV["inputs"])[2:], prefill[1:], strict=True)}
+    step = session.run(None, {"input_ids": ids[:, 6:], "attention_mask": np.ones((2, 7), np.int64), **past})
+    assert step[0].shape == (2, 1, KV["config"]["vocab"]) and step[1].shape == (2, kv_heads, 7, head)
+    eager = torch_zoo.module("llama_kv_decoder")
+    with torch.no_grad():
+        nothing = [torch.from_numpy(v) for v in empty.values()]
+        logits, *presents = eager(torch.from_numpy(ids), torch.ones(2, 7, dtype=torch.int64), nothing)
+    np.testing.assert_allclose(step[0][:, -1], logits[:, -1].numpy(), atol=1e-4)
+    np.testing.assert_allclose(step[1], presents[0].numpy(), atol=1e-4)
+
+
+@pytest.mark.torch
+def test_kv_decoder_mask_hides_padding(torch_kv_decoder: Path) -> None:
+    session = ort.InferenceSession(str(torch_kv_decoder), providers=["CPUExecutionProvider"])
+    ids = np.random.default_rng(1).integers(0, KV["config"]["vocab"], (1, 5), dtype=np.int64)
+    empty = {name: np.zeros((1, KV_SHAPE[1], 0, KV_SHAPE[3]), np.float32) for name in list(KV["inputs"])[2:]}
+    full = session.run(None, {"input_ids": ids, "attention_mask": np.ones((1, 5), np.int64), **empty})[0]
+    masked = session.run(None, {"input_ids": ids, "attention_mask": np.array([[1, 0, 1, 1, 1]]), **empty})[0]
+    np.testing.assert_allclose(masked[:, 0], full[:, 0], atol=1e-5)  # before the hidden token: the same
+    assert not np.allclose(masked[:, -1], full[:, -1], atol=1e-4)
+
+
+@pytest.mark.torch
+@pytest.mark.llm
+def test_kv_decoder_is_transformers_llama() -> None:
+    """Same parameter names and the same logits as transformers' LlamaForCausalLM with its weights."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from explorer.zoo.decoders import llama_config
+
+    ours = torch_zoo.module("llama_kv_decoder")
+    theirs = transformers.LlamaForCausalLM(transformers.LlamaConfig(**llama_config("small"))).eval()
+    theirs.load_state_dict(ours.state_dict(), strict=True)
+    ids = torch.randint(0, KV["config"]["vocab"], (2, 9), generator=torch.Generator().manual_seed(0))
+    empty = [torch.zeros(2, KV_SHAPE[1], 0, KV_SHAPE[3]) for _ in list(KV["inputs"])[2:]]
+    with torch.no_grad():
+        logits = ours(ids, torch.ones(2, 9, dtype=torch.int64), empty)[0]
+        torch.testing.assert_close(logits, theirs(ids).logits, atol=1e-5, rtol=0)

@@ -29,9 +29,20 @@ SMALL: dict[str, dict[str, Any]] = {
     "custom_domain": {},
     "qdq_cnn": {},
     "elementwise": {"ops": 7, "features": None},
+    "llama": {},
 }
 # Concrete values for the symbolic input dimensions.
-DIMS = {"batch": 2, "seq": 8, "height": 64, "width": 96, "features": 40}
+DIMS = {
+    "batch": 2,
+    "seq": 8,
+    "height": 64,
+    "width": 96,
+    "features": 40,
+    # a decoder's call: 8 new tokens after 3 cached ones
+    "sequence_length": 8,
+    "past_sequence_length": 3,
+    "total_sequence_length": 11,
+}
 # Output dimensions that are symbolic in the model but known for the inputs above.
 EXTRA_OUTPUT_DIMS: dict[str, dict[str, int]] = {
     # strides 8/16/32 of 64x96 give 8x12 + 4x6 + 2x3 cells, 3 anchors each
@@ -427,7 +438,8 @@ def test_qdq_cnn_is_quantized() -> None:
 @pytest.mark.parametrize("name", zoo.names())
 def test_default_options_run(name: str) -> None:
     model = zoo.build(name)
-    outputs = run(model, random_feeds(model, {"batch": 1, "seq": 8, "height": 64, "width": 64}))
+    decoder = {"sequence_length": 8, "past_sequence_length": 3, "total_sequence_length": 11}
+    outputs = run(model, random_feeds(model, {"batch": 1, "seq": 8, "height": 64, "width": 64, **decoder}))
     assert all(np.isfinite(array).all() for array in outputs.values())
 
 
