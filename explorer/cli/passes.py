@@ -144,7 +144,9 @@ def _timeline_text(timeline: Any) -> str:
         f"{'#':>2}  {'pass':<34} {'changed':<7} {'ms':>9} {'nodes':>13}  "
         f"{'+add':>5} {'-rem':>5} {'~mod':>5}  {'max|diff|':>9}  op deltas"
     )
-    lines = [f"model: {timeline.source}", header]
+    lines = [f"model: {timeline.source}"]
+    lines += [f"    | {line}" for line in timeline[0].log]  # the original's notes: why max|diff| is "-"
+    lines.append(header)
     for index in range(1, len(timeline)):
         row = timeline.step_row(index)
         deltas = format_op_deltas(row["op_deltas"], empty="-")

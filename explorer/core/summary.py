@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from explorer.core.graph import ModelGraph
 
-__all__ = ["TensorSpec", "ModelSummary", "summarize_graph", "dynamic_dims", "STANDARD_DOMAINS"]
+__all__ = ["TensorSpec", "ModelSummary", "summarize_graph", "dynamic_dims", "llm_lines", "STANDARD_DOMAINS"]
 
 STANDARD_DOMAINS = frozenset({"", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training"})
 """Domains whose operators the ``onnx`` package defines."""
@@ -97,6 +97,9 @@ class ModelSummary:
         (a size or a symbolic name) are known.
     notes : tuple of str
         Remarks from loading (e.g. shape-inference fallbacks).
+    llm : dict or None
+        A decoder LLM's figures (layers, heads, KV cache, weights: ``DecoderSpec.to_dict()`` of
+        :mod:`explorer.onnx_adapter.decoder`), None for any other model.
     """
 
     source: str
@@ -123,6 +126,7 @@ class ModelSummary:
     external_tensors: int
     shapes_known: float
     notes: tuple[str, ...] = field(default=())
+    llm: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict (the ``onnx-explorer info --json`` object).
@@ -160,6 +164,7 @@ class ModelSummary:
             "external_tensors": self.external_tensors,
             "shapes_known": self.shapes_known,
             "notes": list(self.notes),
+            "llm": None if self.llm is None else dict(self.llm),
         }
 
     def to_json(self, **kwargs: Any) -> str:
@@ -209,6 +214,8 @@ class ModelSummary:
         ]
         if self.dynamic_dims:
             lines.append(f"dynamic    {', '.join(self.dynamic_dims)}")
+        if self.llm is not None:
+            lines.extend(f"llm        {line}" for line in llm_lines(self.llm))
         lines.append(
             f"shapes     {self.shapes_known:.0%} of tensors have a known shape (sizes or named dims)"
         )
@@ -287,6 +294,38 @@ def summarize_graph(graph: ModelGraph) -> ModelSummary:
         shapes_known=round(known / len(shapes), 4) if shapes else 1.0,
         notes=tuple(graph.notes),
     )
+
+
+def llm_lines(llm: dict[str, Any]) -> list[str]:
+    """A decoder LLM's figures in words (``ModelSummary.llm``), as ``onnx-explorer info`` prints them.
+
+    Examples
+    --------
+    >>> from explorer import load
+    >>> print("\\n".join(llm_lines(load("zoo:llama").summary().llm)))
+    decoder: 2 layers, 4 heads (2 KV heads) of 8, hidden 32, vocab 128, context 128
+    weights: 108.6 KiB, mostly float32 (float32 108.6 KiB)
+    KV cache: 256 B per token (float32), 32.0 KiB at the full context of 128
+    """
+
+    def size(v: Any) -> str:
+        return "?" if v is None else str(v)
+
+    heads = f"{size(llm['heads'])} heads ({size(llm['kv_heads'])} KV heads) of {size(llm['head_size'])}"
+    made = f" ({llm['model_type']}, from {llm['source']})" if llm.get("model_type") else ""
+    block = f" in blocks of {llm['weight_block_size']}" if llm.get("weight_block_size") else ""
+    kinds = ", ".join(f"{k} {format_bytes(v)}" for k, v in llm["weight_bytes_by_dtype"].items())
+    at_context = (
+        f", {format_bytes(llm['kv_bytes_at_context'])} at the full context of {llm['context_length']}"
+        if llm.get("kv_bytes_at_context") is not None
+        else ""
+    )
+    return [
+        f"decoder: {llm['layers']} layers, {heads}, hidden {size(llm['hidden_size'])}, "
+        f"vocab {size(llm['vocab_size'])}, context {size(llm['context_length'])}{made}",
+        f"weights: {format_bytes(llm['weight_bytes'])}, mostly {llm['weight_dtype']}{block} ({kinds})",
+        f"KV cache: {format_bytes(llm['kv_bytes_per_token'])} per token ({llm['kv_dtype']}){at_context}",
+    ]
 
 
 def dynamic_dims(specs: tuple[TensorSpec, ...]) -> list[str]:

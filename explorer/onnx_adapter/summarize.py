@@ -20,6 +20,7 @@ from onnx import GraphProto
 from explorer.core.node_ids import INPUT_PREFIX, OUTPUT_PREFIX
 from explorer.core.summary import STANDARD_DOMAINS, ModelSummary, TensorSpec, dynamic_dims
 from explorer.core.tensors import dtype_name, shape_bytes, shape_from_type
+from explorer.onnx_adapter.decoder import decoder_spec
 from explorer.onnx_adapter.ort_registry import ort_ops
 from explorer.onnx_adapter.protos import constant_tensor, has_schema, iter_graphs
 from explorer.onnx_adapter.weights import in_model_file
@@ -124,6 +125,7 @@ def summarize(graph: ModelGraph) -> ModelSummary:
         external_tensors=external,
         shapes_known=round(known / len(shapes), 4) if shapes else 1.0,
         notes=tuple(graph.notes),
+        llm=None if (decoder := decoder_spec(model, graph.model_path)) is None else decoder.to_dict(),
     )
 
 

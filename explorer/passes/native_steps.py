@@ -23,7 +23,9 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import onnx
+from onnx import numpy_helper
 
 from explorer.isolation.worker import report
 from explorer.onnx_adapter.files import save_model
@@ -231,14 +233,16 @@ def _nodes_changed(optimized: onnx.ModelProto, original: onnx.ModelProto) -> boo
 def _fixed_shapes(
     model: onnx.ModelProto, given: Mapping[str, Sequence[int]] | None
 ) -> tuple[dict, list[str]]:
-    """Input shapes for onnxsim: the given ones, and defaults for symbolic dims of the rest.
+    """Input shapes for onnxsim: the given ones, and the rest sized as every random input is.
 
-    The defaults are those of :func:`explorer.onnx_adapter.inputs.symbolic_dim_default` (1 for
-    batch-like names, else 32), so the verification's random inputs fit the fixed model.
+    :func:`explorer.onnx_adapter.inputs.concrete_input_shapes` sizes them (1 for batch-like
+    names, else 32; one size per symbol; a decoder's call consistent), so the verification's
+    random inputs fit the fixed model.
     """
     from explorer.core.tensors import shape_from_type
-    from explorer.onnx_adapter.inputs import symbolic_dim_default
+    from explorer.onnx_adapter.inputs import concrete_input_shapes
 
+    concrete = concrete_input_shapes(model, given)
     shapes: dict[str, list[int]] = {k: list(v) for k, v in (given or {}).items()}
     log: list[str] = []
     initializers = {t.name for t in model.graph.initializer}
@@ -247,7 +251,7 @@ def _fixed_shapes(
             continue
         declared, _ = shape_from_type(value.type)  # -1 (paddle2onnx) and unnamed dims read as None
         if declared is not None and any(not isinstance(d, int) for d in declared):
-            shapes[value.name] = [d if isinstance(d, int) else symbolic_dim_default(d) for d in declared]
+            shapes[value.name] = concrete[value.name]
             log.append(
                 f"input {value.name!r}: dynamic dims fixed -> {shapes[value.name]} "
                 "(pass input_shapes to choose)"
@@ -308,6 +312,9 @@ def onnxsim_step(
         raise ValueError(f"unknown onnxsim mode {mode!r}; use full, constant_folding or shape_ops")
     with tempfile.TemporaryDirectory(prefix="onnxsim-input-", dir=os.path.dirname(out_path)) as tmp:
         source, notes = _trusted_input(path, tmp)
+        if shapes and mode != "constant_folding":
+            source, folded = _empty_input_shapes_folded(source, shapes, tmp)
+            notes += folded
         summary = simplify(
             source,
             out_path,
@@ -344,6 +351,43 @@ def _trusted_input(path: str, folder: str) -> tuple[str, list[str]]:
     if dynamic:
         notes.append(f"{dynamic} dims written as a negative dim_value given to onnxsim as dynamic")
     return target, notes
+
+
+def _empty_input_shapes_folded(
+    path: str, shapes: Mapping[str, Sequence[int]], folder: str
+) -> tuple[str, list[str]]:
+    """``path``, or a copy in ``folder`` whose ``Shape`` of each input fixed to an empty size is a constant.
+
+    onnxsim folds nothing that reads an empty tensor: a decoder's first call (a past of 0
+    tokens) kept its ``Shape`` -> ``Range`` chains, and compilers that need static shapes refused
+    them. The shape of an input with fixed dims is known, empty or not, so the copy says it.
+    """
+    empty = {name: list(shape) for name, shape in shapes.items() if 0 in shape}
+    structure = onnx.load(path, load_external_data=False)
+    folds = [
+        n
+        for n in structure.graph.node
+        if n.op_type == "Shape" and n.domain in ("", "ai.onnx") and n.input and n.input[0] in empty
+    ]
+    if not folds:
+        return path, []
+    model = onnx.load(path)
+    for node in model.graph.node:
+        if (
+            node.op_type == "Shape"
+            and node.domain in ("", "ai.onnx")
+            and node.input
+            and node.input[0] in empty
+        ):
+            attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+            dims = empty[node.input[0]]
+            value = np.array(dims[slice(attrs.get("start", 0), attrs.get("end"))], dtype=np.int64)
+            tensor = numpy_helper.from_array(value, name=f"{node.name}_value")
+            folded = onnx.helper.make_node("Constant", [], list(node.output), name=node.name, value=tensor)
+            node.CopyFrom(folded)
+    target = os.path.join(folder, "empty-shapes-folded.onnx")
+    save_model(model, target)
+    return target, [f"{len(folds)} Shape of an input with an empty dim written as a constant for onnxsim"]
 
 
 def ort_optimize_step(path: str, level: str, *, out_path: str) -> list[str]:

@@ -96,9 +96,14 @@ class OutputCheck:
         self.feeds = random_feeds(graph.model, self.input_shapes, self.seed)
         try:
             self.reference = list(self.runner(graph, self.feeds))
-        except Exception:
+        except Exception as err:
             self.reference = None
-            return None, f"the original model does not run in {self.runtime}"
+            shapes = ", ".join(f"{k} {list(v.shape)}" for k, v in self.feeds.items())
+            reason = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
+            return None, (
+                f"outputs not compared: the original model does not run in {self.runtime} on random "
+                f"inputs ({shapes}): {reason}; give the inputs' sizes with --input-shape"
+            )
         return 0.0, None
 
     def drift(self, graph: ModelGraph) -> float | None:

