@@ -28,6 +28,7 @@ from explorer.cli.options import (
     positive_int,
 )
 from explorer.core.errors import ExplorerError, LoweringError
+from explorer.core.tensors import format_bytes
 from explorer.onnx_adapter.input_shapes import check_input_shapes
 from explorer.onnx_adapter.load import load
 
@@ -120,6 +121,27 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser.add_argument(
         "--max-seconds", type=non_negative_float, default=30.0, help="stop timing after this (default 30)"
     )
+    parser.add_argument(
+        "--prompt-tokens",
+        type=positive_int,
+        help="a decoder LLM: the prompt's tokens, timed as prefill (default 128, or half the context)",
+    )
+    parser.add_argument(
+        "--context",
+        type=positive_int,
+        help="a decoder LLM: the context each decode step runs at (default 1024, or the model's own)",
+    )
+    parser.add_argument(
+        "--decode-steps",
+        type=positive_int,
+        default=16,
+        help="a decoder LLM: decode steps timed (default 16)",
+    )
+    parser.add_argument(
+        "--single-call",
+        action="store_true",
+        help="a decoder LLM: time one call at the input shapes instead of a prompt and decode steps",
+    )
     add_json(parser)
     parser.set_defaults(handler=run)
     return parser
@@ -198,17 +220,27 @@ def run(args: argparse.Namespace) -> int:
             min_seconds=args.min_seconds,
             max_seconds=args.max_seconds,
             progress=progress,
+            generation=False if args.single_call else (True if args.prompt_tokens or args.context else None),
+            prompt_tokens=args.prompt_tokens,
+            context=args.context,
+            decode_steps=args.decode_steps,
+            fix=args.fix,
+            simplify=args.simplify,
         )
 
     try:
-        report, applied = lower_with_fixes(
-            graph,
-            dict(args.input_shape) or None,
-            timed,
-            simplify=args.simplify,
-            fix=args.fix,
-            progress=fix_progress(args),
-        )
+        if _generates(graph, args):  # each call's shapes fixed apart: inside the generation
+            report = timed(graph, None)
+            applied = tuple(dict.fromkeys(f for r in report.results for f in r.info.get("fixes") or ()))
+        else:
+            report, applied = lower_with_fixes(
+                graph,
+                dict(args.input_shape) or None,
+                timed,
+                simplify=args.simplify,
+                fix=args.fix,
+                progress=fix_progress(args),
+            )
     except LoweringError as err:  # main says it (exit 3), with the flags that fix it
         raise with_flags(err, "bench", args) from None
     except RelaxImportFailed as err:  # as `lower` reports it
@@ -235,6 +267,8 @@ def run(args: argparse.Namespace) -> int:
             f"{r.label:<34} {r.median_ms:>10.3f} {r.p90_ms:>9.3f} {r.runs:>5} {r.prepare_s:>9.2f} "
             f"{r.max_abs_err:>11.2e}  {'yes' if r.agrees else 'NO'}"
         )
+    if any(r.llm is not None for r in report.results):
+        print(_llm_table(report))
     for name, why in report.skipped:
         print(f"{name}: skipped ({why})")
     for r in report.results:  # tuned on RPC servers: who measured what, and what a dead server cost
@@ -244,4 +278,39 @@ def run(args: argparse.Namespace) -> int:
             print(f"{r.label}: tuning candidates {counts}")
         for note in r.info.get("rpc_notes") or ():
             print(f"{r.label}: {note}")
+    for r in report.results:  # a default schedule that computed something else runs the plain loops
+        for task, why in (r.info.get("defaults_rejected") or {}).items():
+            print(f"{r.label}: {task}: {why}")
     return 0
+
+
+def _generates(graph: Any, args: argparse.Namespace) -> bool:
+    """Whether ``bench`` times a decoder LLM's generation: a decoder, and no single call asked for."""
+    from explorer.onnx_adapter.decoder import decoder_spec
+
+    if args.single_call or (args.input_shape and not (args.prompt_tokens or args.context)):
+        return False
+    return decoder_spec(graph.model, graph.model_path) is not None
+
+
+def _llm_table(report: Any) -> str:
+    """A decoder's generation per runtime: prefill and decode, and decode against the memory roof."""
+    first = next(r.llm for r in report.results if r.llm is not None)
+    lines = [
+        f"decoder LLM: a prompt of {first.prompt_tokens} tokens, then {first.decode_steps} decode steps "
+        f"up to a context of {first.context} (KV cache {format_bytes(first.kv_cache_bytes)}; a decode "
+        f"step reads {format_bytes(first.bytes_per_decode_step)}: at {first.memory_gbps:.1f} GB/s, at "
+        f"most {first.bandwidth_bound_tokens_per_s:.1f} tokens/s)",
+        f"{'runtime':<34} {'prefill_ms':>10} {'prompt tok/s':>12} {'decode_ms':>10} {'tok/s':>9} "
+        f"{'of bound':>8}  cache",
+    ]
+    for r in report.results:
+        t = r.llm
+        if t is None:
+            continue
+        lines.append(
+            f"{r.label:<34} {t.prefill_ms:>10.3f} {t.prefill_tokens_per_s:>12.1f} "
+            f"{t.decode_ms_per_token:>10.3f} {t.decode_tokens_per_s:>9.1f} {t.share_of_bound:>8.0%}  "
+            f"{t.cache}"
+        )
+    return "\n".join(lines)

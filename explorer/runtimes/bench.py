@@ -27,12 +27,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from explorer.core.errors import UsageError
 from explorer.isolation.worker import ProgressEvent
 from explorer.onnx_adapter.adapter import onnx_model
+from explorer.onnx_adapter.decoder import DecoderSpec, decoder_spec
 from explorer.onnx_adapter.inputs import concrete_input_shapes, random_feeds
 from explorer.onnx_adapter.model_files import worker_source
 from explorer.runtimes.base import PreparedSession, Runtime
 from explorer.runtimes.compare import agreement, max_abs_diff
+from explorer.runtimes.generation import CONTEXT, DECODE_STEPS, PROMPT_TOKENS, LlmTiming, generation_benchmark
 from explorer.runtimes.ort import run_onnxruntime
 from explorer.runtimes.ort_runtime import OrtRuntime
 from explorer.runtimes.tvm_runtime import TvmRuntime
@@ -57,8 +60,17 @@ __all__ = [
 RUNTIME_NAMES = ("ort", "ort-cuda", "tvm", "tvm-naive", "torch-eager", "iree", "iree-default")
 """Runtime names :func:`get_runtime` (and ``onnx-explorer bench --runtime``) takes."""
 
-TVM_BUILD_KEYS = ("tasks", "tasks_with_records", "task_schedules", "tuning_dir", "rpc_servers", "rpc_notes")
-"""What a TVM result's JSON carries of its build: tasks, records, schedule sources, RPC servers."""
+TVM_BUILD_KEYS = (
+    "tasks",
+    "tasks_with_records",
+    "task_schedules",
+    "defaults_rejected",
+    "tuning_dir",
+    "rpc_servers",
+    "rpc_notes",
+)
+"""What a TVM result's JSON carries of its build: tasks, records, schedule sources, the default
+schedules rejected for computing something else than the plain loops (and why), RPC servers."""
 
 
 def get_runtime(name: str, **options: Any) -> Runtime:
@@ -141,6 +153,9 @@ class BenchResult:
         Every timed run.
     info : dict
         What preparing found (versions, providers, target, compile time).
+    llm : LlmTiming or None
+        A decoder LLM's prefill and decode (:mod:`explorer.runtimes.generation`): then the
+        latency fields above are the decode step's and ``times_ms`` every decode step.
     """
 
     runtime: str
@@ -160,6 +175,7 @@ class BenchResult:
     agrees: bool
     times_ms: tuple[float, ...] = field(repr=False)
     info: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    llm: LlmTiming | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: the CLI's keys (``runtime``, ``tuned``, ``median_ms``, ``p90_ms``, ``runs``,
@@ -191,6 +207,7 @@ class BenchResult:
             "max_rel_err": float(self.max_rel_err),
             "agrees": self.agrees,
             **found,
+            **({"llm": self.llm.to_dict()} if self.llm is not None else {}),
         }
 
     def to_frame(self) -> pd.DataFrame:
@@ -227,6 +244,9 @@ class BenchReport:
     rounding_floor : tuple of float
         For a quantized model, per output: how far ONNX Runtime's own runs of it differ, its
         unoptimised QDQ graph against the reference (:func:`rounding_floor`); empty otherwise.
+    llm : dict or None
+        For a decoder LLM timed as it generates: its figures (``decoder``) and the shapes of its
+        prompt and decode calls (``prefill_input_shapes``; ``input_shapes`` are the decode step's).
     """
 
     results: tuple[BenchResult, ...]
@@ -235,6 +255,7 @@ class BenchReport:
     seed: int | None
     skipped: tuple[tuple[str, str], ...] = ()
     rounding_floor: tuple[float, ...] = ()
+    llm: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """``{"results": [...], "source", "input_shapes", "seed", "skipped", "rounding_floor"}``.
@@ -252,6 +273,7 @@ class BenchReport:
             "seed": self.seed,
             "skipped": [{"runtime": name, "why": why} for name, why in self.skipped],
             "rounding_floor": list(self.rounding_floor),
+            **({"llm": dict(self.llm)} if self.llm is not None else {}),
         }
 
     def to_frame(self) -> pd.DataFrame:
@@ -334,8 +356,18 @@ def bench(
     min_seconds: float = 1.0,
     max_seconds: float = 30.0,
     progress: BenchProgress | None = None,
+    generation: bool | None = None,
+    prompt_tokens: int | None = None,
+    context: int | None = None,
+    decode_steps: int = DECODE_STEPS,
+    fix: bool = False,
+    simplify: bool = False,
 ) -> BenchReport:
     """Prepare and time each runtime on the same inputs; compare their outputs with the first's.
+
+    A decoder LLM (:func:`~explorer.onnx_adapter.decoder.decoder_spec`) is timed as it generates
+    (:func:`~explorer.runtimes.generation.generation_benchmark`): its prompt, then tokens one at a
+    time, every runtime's logits compared with the first's; each result has its ``llm``.
 
     Parameters
     ----------
@@ -354,6 +386,18 @@ def bench(
         The measurement (see :func:`explorer.runtimes.sessions.time_session`).
     progress : callable, optional
         ``progress(runtime_label, event)``.
+    generation : bool, optional
+        Time a decoder LLM's generation (the default for a decoder when neither ``feeds`` nor
+        ``input_shapes`` are given); False times one call, as for any model.
+    prompt_tokens, context : int, optional
+        The prompt's tokens and the context decode runs at (default 128 and 1024, or what the
+        model's context allows).
+    decode_steps : int
+        Decode steps timed.
+    fix, simplify : bool
+        A decoder's generation only: ``bench --fix`` and ``--simplify`` for each call's shapes
+        (:func:`~explorer.runtimes.generation.generation_benchmark`); for one call, the caller
+        fixes the model first (:func:`~explorer.lower.import_fix.lower_with_fixes`).
 
     Returns
     -------
@@ -367,6 +411,21 @@ def bench(
     [True, True]
     """
     onnx_model(graph, "bench")
+    spec = decoder_spec(graph.model, graph.model_path) if feeds is None and generation is not False else None
+    if generation and spec is None:
+        raise UsageError(f"{graph.source} is no decoder LLM: there is no generation to time")
+    if spec is not None and (generation or not input_shapes):
+        return _generation_report(
+            graph,
+            runtimes,
+            spec,
+            prompt_tokens,
+            context,
+            decode_steps,
+            seed=seed,
+            progress=progress,
+            fixes=(fix, simplify),
+        )
     shapes = {k: list(v) for k, v in concrete_input_shapes(graph.model, input_shapes).items()}
     given = feeds is not None
     inputs = dict(feeds) if given else random_feeds(graph.model, shapes, seed=seed)
@@ -416,3 +475,73 @@ def bench(
         if progress is not None:
             progress(runtime.label, None)
     return BenchReport(tuple(results), graph.source, shapes, None if given else seed, skipped, floor)
+
+
+def _generation_report(
+    graph: ModelGraph,
+    runtimes: Sequence[str | Runtime],
+    spec: DecoderSpec,
+    prompt_tokens: int | None,
+    context: int | None,
+    decode_steps: int,
+    *,
+    seed: int,
+    progress: BenchProgress | None,
+    fixes: tuple[bool, bool] = (False, False),
+) -> BenchReport:
+    """Every runtime's generation loop on the same prompt and cache; logits compared with the first's."""
+    context = context or min(CONTEXT, spec.context_length or CONTEXT)
+    prompt_tokens = prompt_tokens or min(PROMPT_TOKENS, context // 2)
+    chosen = [get_runtime(r) if isinstance(r, str) else r for r in runtimes]
+    skipped = tuple((r.name, _why_not(r)) for r in chosen if not r.available())
+    results: list[BenchResult] = []
+    reference: list[np.ndarray] | None = None
+    shapes: Mapping[str, Sequence[int]] = {}
+    prefill_shapes: Mapping[str, Sequence[int]] = {}
+    for runtime in (r for r in chosen if r.available()):
+
+        def forward(event: ProgressEvent, label: str = runtime.label) -> None:
+            if progress is not None:
+                progress(label, event)
+
+        run = generation_benchmark(
+            graph,
+            runtime,
+            prompt_tokens=prompt_tokens,
+            context=context,
+            decode_steps=decode_steps,
+            seed=seed,
+            progress=forward,
+            fix=fixes[0],
+            simplify=fixes[1],
+        )
+        shapes, prefill_shapes = run.decode_shapes, run.prefill_shapes
+        outputs = list(run.logits)
+        if reference is None:
+            reference = outputs
+        agreed = agreement(reference, outputs)
+        results.append(
+            BenchResult(
+                runtime=runtime.name,
+                label=runtime.label,
+                tuned=runtime.tuned,
+                runs=len(run.decode_ms),
+                prepare_s=run.prepare_s,
+                reused=bool(run.info.get("reused")),
+                threads=int(run.info.get("threads", 0)),
+                max_abs_err=agreed.max_abs_err,
+                max_rel_err=agreed.max_rel_err,
+                agrees=agreed.ok,
+                times_ms=run.decode_ms,
+                info=dict(run.info),
+                llm=run.timing,
+                **latency_stats(run.decode_ms),
+            )
+        )
+        if progress is not None:
+            progress(runtime.label, None)
+    llm = {
+        "decoder": {k: v for k, v in spec.to_dict().items() if k not in ("past_inputs", "present_outputs")},
+        "prefill_input_shapes": {k: list(v) for k, v in prefill_shapes.items()},
+    }
+    return BenchReport(tuple(results), graph.source, dict(shapes), seed, skipped, (), llm)

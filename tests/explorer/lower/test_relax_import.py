@@ -41,7 +41,7 @@ IMPORTER_LACKS = {
     "custom_domain": ({"FusedMatMul", "Swish"}, ["onnxscript:inline", "explorer:decompose_contrib"]),
 }
 #: Zoo models that import only after the one-call fix (fixed shapes, onnxsim).
-NEED_THE_FIX = {"transformer"}
+NEED_THE_FIX = {"transformer", "llama"}
 
 
 @pytest.mark.parametrize("name", zoo.names())
