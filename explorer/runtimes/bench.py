@@ -57,7 +57,7 @@ __all__ = [
     "rounding_floor",
 ]
 
-RUNTIME_NAMES = ("ort", "ort-cuda", "tvm", "tvm-naive", "torch-eager", "iree", "iree-default")
+RUNTIME_NAMES = ("ort", "ort-cuda", "ort-genai", "tvm", "tvm-naive", "torch-eager", "iree", "iree-default")
 """Runtime names :func:`get_runtime` (and ``onnx-explorer bench --runtime``) takes."""
 
 TVM_BUILD_KEYS = (
@@ -95,6 +95,10 @@ def get_runtime(name: str, **options: Any) -> Runtime:
         from explorer.runtimes.torch_runtime import TorchEagerRuntime
 
         return TorchEagerRuntime(**options)
+    if name == "ort-genai":
+        from explorer.runtimes.genai_runtime import OrtGenaiRuntime
+
+        return OrtGenaiRuntime(**options)
     if name in ("iree", "iree-default"):
         from explorer.runtimes.iree_runtime import IreeRuntime
 
@@ -431,6 +435,13 @@ def bench(
     inputs = dict(feeds) if given else random_feeds(graph.model, shapes, seed=seed)
     chosen = [get_runtime(r) if isinstance(r, str) else r for r in runtimes]
     skipped = tuple((r.name, _why_not(r)) for r in chosen if not r.available())
+    whole = tuple(  # a runtime that only ever runs a whole generation (onnxruntime-genai)
+        (r.name, "it times a decoder LLM's generation, not one call")
+        for r in chosen
+        if r.available() and getattr(r, "generation_only", False)
+    )
+    skipped += whole
+    chosen = [r for r in chosen if not getattr(r, "generation_only", False)]
     results: list[BenchResult] = []
     reference: list[np.ndarray] | None = None
     floor: tuple[float, ...] = ()
@@ -519,7 +530,7 @@ def _generation_report(
         outputs = list(run.logits)
         if reference is None:
             reference = outputs
-        agreed = agreement(reference, outputs)
+        agreed = agreement(reference[: len(outputs)], outputs[: len(reference)])  # what both have
         results.append(
             BenchResult(
                 runtime=runtime.name,

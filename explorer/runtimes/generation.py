@@ -169,7 +169,8 @@ class GenerationRun:
     prefill_ms, decode_ms : tuple of float
         Every timed prefill and decode call.
     logits : tuple of numpy.ndarray
-        The prompt's logits and the first decode step's (the same inputs on every runtime).
+        The logits of the token after the prompt, and of the first decode step's (the same inputs
+        on every runtime); a runtime with a loop of its own has only the first.
     tokens : tuple of int
         The tokens decode chose (greedy).
     prefill_shapes, decode_shapes : dict
@@ -289,7 +290,8 @@ def generation_loop(
     Returns
     -------
     dict
-        ``prefill_ms``, ``decode_ms``, ``logits`` (the prompt's and the first step's), ``tokens``.
+        ``prefill_ms``, ``decode_ms``, ``logits`` (the prompt's last position's and the first
+        step's), ``tokens``.
 
     Examples
     --------
@@ -322,7 +324,7 @@ def generation_loop(
         elapsed, out = call(prefill_key, prefill_feeds)
         if run:
             prefill_ms.append(elapsed)
-        prompt_logits = out[logits_at]
+        prompt_logits = out[logits_at][:, -1:]  # the next token's: what every runtime can be compared on
         worker.report(None, f"prefill {run}/{max(1, prefill_runs)}")
 
     feeds = dict(decode_feeds)
@@ -401,48 +403,33 @@ def generation_benchmark(
     >>> run = generation_benchmark(load("zoo:llama"), OrtRuntime(), prompt_tokens=4, context=16,
     ...                            decode_steps=2)
     >>> run.timing.cache, run.logits[0].shape, run.logits[1].shape
-    ('grows', (1, 4, 128), (1, 1, 128))
+    ('grows', (1, 1, 128), (1, 1, 128))
     """
-    grow = grows_cache(runtime)
-    # every runtime's first decode step sees the same cache (its logits are compared); growing,
-    # the cache then ends at the context, and a fixed-shape window stays at the first step's
     spec, prefill_shapes, decode_shapes = generation_plan(
         graph, prompt_tokens, context, decode_steps=decode_steps
     )
     cached = decode_shapes[spec.past_inputs[0][0]][2]
     prefill_feeds = random_feeds(graph.model, prefill_shapes, seed=seed, sequence=prompt_tokens, past=0)
     decode_feeds = random_feeds(graph.model, decode_shapes, seed=seed + 1, sequence=1, past=cached)
-    fixes: list[str] = []
-
-    def prepared(shapes: Mapping[str, Sequence[int]]) -> PreparedSession:
-        from explorer.lower.import_fix import lower_with_fixes
-
-        def attempt(fixed: ModelGraph, fixed_shapes: Any) -> PreparedSession:
-            return runtime.prepare(fixed, fixed_shapes or shapes, progress=progress)
-
-        session, applied = lower_with_fixes(graph, dict(shapes), attempt, simplify=simplify, fix=fix)
-        fixes.extend(words for words in applied if words not in fixes)
-        return session
-
-    prefill = prepared(prefill_shapes)
-    decode = prepared(decode_shapes)
-
-    def loop() -> dict[str, Any]:
-        return worker.run(
-            generation_loop,
-            prefill.key,
-            decode.key,
-            prefill_feeds,
-            decode_feeds,
-            _names(graph, spec),
-            prefill_runs=prefill_runs,
-            decode_steps=decode_steps,
-            grow=grow,
-            progress=progress,
-        )
-
+    own_loop = getattr(runtime, "generate", None)  # a runtime with a generation loop of its own
     try:
-        result = decode.with_session(lambda: prefill.with_session(loop, progress), progress)
+        if own_loop is not None:
+            prompt = [int(t) for t in prefill_feeds[spec.input_ids].reshape(-1)]
+            result = own_loop(
+                graph, prompt, context, decode_steps, prefill_runs=prefill_runs, progress=progress
+            )
+        else:
+            result = _session_loop(
+                graph,
+                runtime,
+                spec,
+                (prefill_shapes, decode_shapes),
+                (prefill_feeds, decode_feeds),
+                prefill_runs=prefill_runs,
+                decode_steps=decode_steps,
+                progress=progress,
+                fixes=(fix, simplify),
+            )
     except (ExplorerError, MemoryError):
         raise
     except Exception as err:  # the runtime refused the model's inputs: the user's model, not a bug
@@ -469,7 +456,7 @@ def generation_benchmark(
         bytes_per_decode_step=read,
         memory_gbps=gbps,
         bandwidth_bound_tokens_per_s=gbps * 1e9 / read,
-        cache="grows" if grow else "window",
+        cache=result["cache"],
     )
     return GenerationRun(
         timing=timing,
@@ -479,10 +466,60 @@ def generation_benchmark(
         tokens=tuple(result["tokens"]),
         prefill_shapes=prefill_shapes,
         decode_shapes=decode_shapes,
-        prepare_s=prefill.prepare_s + decode.prepare_s,
-        info={
-            **decode.info,
-            "reused": bool(prefill.info.get("reused")) and bool(decode.info.get("reused")),
-            "fixes": fixes,
-        },
+        prepare_s=float(result["prepare_s"]),
+        info=dict(result["info"]),
     )
+
+
+def _session_loop(
+    graph: ModelGraph,
+    runtime: Runtime,
+    spec: DecoderSpec,
+    shapes: tuple[Mapping[str, Sequence[int]], Mapping[str, Sequence[int]]],
+    feeds: tuple[Mapping[str, np.ndarray], Mapping[str, np.ndarray]],
+    *,
+    prefill_runs: int,
+    decode_steps: int,
+    progress: Any,
+    fixes: tuple[bool, bool],
+) -> dict[str, Any]:
+    """The loop on two sessions of ``runtime`` (the prompt's shapes, a decode step's), in the worker."""
+    from explorer.lower.import_fix import lower_with_fixes
+
+    applied_fixes: list[str] = []
+
+    def prepared(call_shapes: Mapping[str, Sequence[int]]) -> PreparedSession:
+        def attempt(fixed: ModelGraph, fixed_shapes: Any) -> PreparedSession:
+            return runtime.prepare(fixed, fixed_shapes or call_shapes, progress=progress)
+
+        session, applied = lower_with_fixes(
+            graph, dict(call_shapes), attempt, simplify=fixes[1], fix=fixes[0]
+        )
+        applied_fixes.extend(words for words in applied if words not in applied_fixes)
+        return session
+
+    prefill, decode = prepared(shapes[0]), prepared(shapes[1])
+    grow = grows_cache(runtime)
+
+    def loop() -> dict[str, Any]:
+        return worker.run(
+            generation_loop,
+            prefill.key,
+            decode.key,
+            feeds[0],
+            feeds[1],
+            _names(graph, spec),
+            prefill_runs=prefill_runs,
+            decode_steps=decode_steps,
+            grow=grow,
+            progress=progress,
+        )
+
+    result = decode.with_session(lambda: prefill.with_session(loop, progress), progress)
+    reused = bool(prefill.info.get("reused")) and bool(decode.info.get("reused"))
+    return {
+        **result,
+        "cache": "grows" if grow else "window",
+        "prepare_s": prefill.prepare_s + decode.prepare_s,
+        "info": {**decode.info, "reused": reused, "fixes": applied_fixes},
+    }

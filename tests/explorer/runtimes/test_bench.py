@@ -60,7 +60,7 @@ def test_given_inputs_runtimes_not_available_and_models_tvm_cannot_import() -> N
     assert report.skipped == (("ort-cuda", "not available here"),)  # no GPU here: skipped, not failed
     with pytest.raises(RelaxImportFailed, match="unroll"):  # the import's fix is in the message
         bench(load("zoo:control_flow"), ["ort", "tvm"], **QUICK)
-    with pytest.raises(ValueError, match="the runtimes are ort, ort-cuda, tvm"):
+    with pytest.raises(ValueError, match="the runtimes are ort, ort-cuda, ort-genai, tvm"):
         get_runtime("tensorrt")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
@@ -10,7 +11,7 @@ import pytest
 
 from explorer import load, zoo
 from explorer.cli import main
-from explorer.core.errors import UsageError
+from explorer.core.errors import RuntimeUnsupportedError, UsageError
 from explorer.onnx_adapter.inputs import random_feeds
 from explorer.runtimes.bench import bench
 from explorer.runtimes.generation import generation_benchmark, generation_plan
@@ -36,7 +37,7 @@ def test_the_loop_feeds_the_cache_back_as_an_application_does() -> None:
     session = ort.InferenceSession(graph.model.SerializeToString(), providers=["CPUExecutionProvider"])
     names = [o.name for o in session.get_outputs()]
     prompt = random_feeds(graph.model, run.prefill_shapes, sequence=6, past=0)
-    np.testing.assert_allclose(session.run(["logits"], prompt)[0], run.logits[0], atol=1e-5)
+    np.testing.assert_allclose(session.run(["logits"], prompt)[0][:, -1:], run.logits[0], atol=1e-5)
     feeds = random_feeds(graph.model, run.decode_shapes, seed=1, sequence=1, past=24 - 1 - 3)
     tokens = []
     for step in range(4):
@@ -110,3 +111,24 @@ def test_tvm_generates_the_same_tokens_as_onnx_runtime() -> None:
     assert tvm_row.agrees, tvm_row.max_abs_err
     assert tvm_row.llm.cache == "window" and ort_row.llm.cache == "grows"
     assert "fix the input shapes and run onnxsim first" in tvm_row.info["fixes"]
+
+
+def test_onnxruntime_genai_generates_beside_our_loop(genai_decoder_int4: Path) -> None:
+    report = bench(
+        load(genai_decoder_int4), ["ort", "ort-genai"], prompt_tokens=16, context=64, decode_steps=4
+    )
+    ours, genai = report.results
+    assert genai.runtime == "ort-genai" and genai.agrees, genai.max_abs_err  # the prompt's next-token logits
+    assert genai.llm.cache == "shared buffer" and ours.llm.cache == "grows"
+    assert genai.llm.decode_steps == 4 and genai.llm.prefill_tokens_per_s > 0
+    # one call is not what it runs: skipped, with the reason
+    single = bench(
+        load(genai_decoder_int4), ["ort", "ort-genai"], generation=False, min_runs=2, min_seconds=0
+    )
+    assert [r.runtime for r in single.results] == ["ort"]
+    assert single.skipped == (("ort-genai", "it times a decoder LLM's generation, not one call"),)
+
+
+def test_onnxruntime_genai_needs_the_builders_config() -> None:
+    with pytest.raises(RuntimeUnsupportedError, match=r"genai_config\.json"):
+        bench(load("zoo:llama"), ["ort", "ort-genai"], prompt_tokens=4, context=16, decode_steps=2)
