@@ -77,6 +77,7 @@ LINE_PX = 12.0
 MAX_BODY_LINES = 3
 """At most this many body lines; the rest is in the hover text and the details panel."""
 
+_TERMINALS = ("input", "output")  # graph inputs and outputs drawn in a box (layout.visible) are no ops
 _PAD_PX = 6.0  # below the last body line
 _FOOT_PX = 5.0  # the body strip of a box without body text (it shows the overlay colour)
 _SIDE_PX = 8.0  # left and right of the widest line
@@ -316,6 +317,9 @@ def node_box_size(node_data: Mapping[str, Any]) -> tuple[float, float]:
 def group_data(graph: ModelGraph, scope: Sequence[str], members: Iterable[str]) -> dict[str, Any]:
     """The data dict of a collapsed scope's box: kind, scope, members and op mix.
 
+    Graph inputs and outputs drawn in the box (a decoder layer's ``past_key_values.N``) are
+    members but not ops.
+
     Examples
     --------
     >>> from explorer import load
@@ -325,5 +329,9 @@ def group_data(graph: ModelGraph, scope: Sequence[str], members: Iterable[str]) 
     """
     members = list(members)
     nodes = graph.nx.nodes
-    ops = Counter(nodes[m].get("op_type") or nodes[m].get("kind", "?") for m in members)
+    ops = Counter(
+        nodes[m].get("op_type") or nodes[m].get("kind", "?")
+        for m in members
+        if nodes[m].get("kind") not in _TERMINALS
+    )
     return {"kind": "group", "scope": tuple(scope), "members": members, "ops": ops}

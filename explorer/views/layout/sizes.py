@@ -49,7 +49,11 @@ def _item_data(vis: _Visible, i: int) -> Mapping[str, Any]:
     if members is None:
         return vis.graph.nodes[item]
     nodes = vis.graph.nodes
-    ops = Counter(nodes[m].get("op_type") or nodes[m].get("kind", "?") for m in members)
+    ops = Counter(  # graph inputs and outputs drawn in the box are no ops (visible._absorb_terminals)
+        nodes[m].get("op_type") or nodes[m].get("kind", "?")
+        for m in members
+        if nodes[m].get("kind") not in ("input", "output")
+    )
     return {"kind": "group", "scope": vis.scopes[item], "members": list(members), "ops": ops}
 
 

@@ -43,8 +43,10 @@ def _straighten(graph: _Layers, slot: Callable[[int], float]) -> None:
     1. Every vertex picks one *main* upper neighbour: a bend, the vertex above
        it on its own edge (so a long edge runs down as one straight lane); an
        item, a producer one layer up (the longest path) rather than the last
-       bend of a long edge, the lowest input slot first (``Add(out, identity)``
-       follows ``out``).
+       bend of a long edge, one with producers of its own rather than a graph
+       input beside it (a decoder layer follows the layer above, not the
+       ``past_key_values.N`` it also reads), the lowest input slot first
+       (``Add(out, identity)`` follows ``out``).
     2. Layer by layer, alignments are accepted best first (item to item, then
        along long edges, then the ends of long edges; among several consumers
        of one producer, the one whose own chain of main links goes furthest
@@ -86,13 +88,18 @@ def _straighten(graph: _Layers, slot: Callable[[int], float]) -> None:
     single = np.bincount(ends, minlength=n)[ends] == 1
     want[ends[single]] = top[segs[single]]
     multi = segs[~single]
+    has_upper: list[bool] | None = None
     if len(multi):
+        has_upper = (np.bincount(bottom, minlength=count)[:n] > 0).tolist()
         multi = multi[np.argsort(bottom[multi], kind="stable")]
         lookup: dict[int, int] = {}
         pairs = zip(bottom[multi].tolist(), top[multi].tolist(), strict=True)
         for b, group in groupby(pairs, key=itemgetter(0)):
             tops = [t for _, t in group]
             direct = [t for t in tops if t < n]
+            if len(direct) > 1 and has_upper is not None:
+                inner = [t for t in direct if has_upper[t]]  # a graph input is never the main path
+                direct = inner or direct
             if len(direct) == 1:
                 want[b] = direct[0]
             elif direct:

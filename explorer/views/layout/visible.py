@@ -77,6 +77,8 @@ def _visible(graph: ModelGraph, collapse: int | frozenset[Scope] | None) -> _Vis
             memo[scope] = _group_scope(scope, collapse)
         node_group[node] = memo[scope]
     sizes = Counter(node_group.values())
+    if collapse is not None:
+        _absorb_terminals(g, node_group, sizes)
     for node, data in g.nodes(data=True):
         group = node_group[node]
         if group is not None and sizes[group] == 1:
@@ -114,6 +116,47 @@ def _visible(graph: ModelGraph, collapse: int | frozenset[Scope] | None) -> _Vis
         collapsed=collapsed,
         graph=g,
     )
+
+
+def _absorb_terminals(
+    g: nx.MultiDiGraph, node_group: dict[str, Scope | None], sizes: Counter[Scope | None]
+) -> None:
+    """Draw a side input inside the box of its consumers, a side output inside the box of its producer.
+
+    An input (output) of no scope whose consumers (producers) all lie in one collapsed box of
+    several nodes goes into that box when the box also reads from (feeds) ops outside it:
+    a decoder's ``past_key_values.N`` and ``present.N`` are drawn in layer N's box (which
+    reads layer N-1), not as 120 items of their own beside the layers; opening the box (down
+    to the node that reads them) shows them beside that node. An input that starts the
+    graph (a CNN's image, a decoder's ``input_ids``) stays at the top, where it was.
+    """
+    terminal = {node for node, kind in g.nodes(data="kind") if kind in ("input", "output")}
+    candidates: dict[str, tuple[Scope, bool]] = {}
+    for node in terminal:
+        if node_group[node] is not None:
+            continue
+        is_input = g.in_degree(node) == 0
+        peers = g.successors(node) if is_input else g.predecessors(node)
+        groups = {node_group[peer] for peer in peers}
+        if len(groups) == 1:
+            (group,) = groups
+            if group is not None and sizes[group] > 1:
+                candidates[node] = (group, is_input)
+    if not candidates:
+        return
+    fed: set[Scope] = set()  # boxes with a producer outside that is an op
+    feeding: set[Scope] = set()  # boxes with a consumer outside that is an op
+    for u, v in g.edges():
+        a, b = node_group[u], node_group[v]
+        if a != b:
+            if b is not None and u not in terminal:
+                fed.add(b)
+            if a is not None and v not in terminal:
+                feeding.add(a)
+    for node, (group, is_input) in sorted(candidates.items()):
+        if group in (fed if is_input else feeding):
+            node_group[node] = group
+            sizes[group] += 1
 
 
 def auto_collapse(
