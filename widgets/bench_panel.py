@@ -33,6 +33,7 @@ from explorer.onnx_adapter.inputs import concrete_input_shapes
 from explorer.runtimes import IreeRuntime, OrtRuntime, TorchEagerRuntime, TvmRuntime, bench, random_feeds
 from explorer.runtimes.bench import BenchReport
 from explorer.runtimes.cost_model import node_costs
+from explorer.runtimes.generation import generation_profiles
 from explorer.runtimes.ort import ORT_LEVELS
 from explorer.runtimes.profile import Profile, profile
 from explorer.runtimes.roofline import Roofline, roofline
@@ -218,18 +219,33 @@ class BenchPanel(w.VBox):
                 **self.limits,
             )
             self.status.value = "profiling: where the time goes"
-            feeds = random_feeds(self.graph.model, concrete_input_shapes(self.graph.model, self.input_shapes))
             self.profiles = {}
             self.task_coverage = {}
+            generating = {r.label: r.llm for r in self.report.results if r.llm is not None}
+            feeds = random_feeds(self.graph.model, concrete_input_shapes(self.graph.model, self.input_shapes))
             for runtime in self.chosen():
-                if runtime.available():
-                    session = runtime.prepare(self.graph, self.input_shapes)
-                    timed = self.profiles[runtime.label] = profile(session, feeds, runs=3)
-                    if isinstance(runtime, TvmRuntime):  # which kernels have a record, and how fast
-                        self.task_coverage[runtime.label] = task_coverage(session, timed)
+                if not runtime.available():
+                    continue
+                llm = generating.get(runtime.label)
+                if llm is not None:  # a decoder: the prompt's call and a decode step's, apart
+                    calls = generation_profiles(
+                        self.graph,
+                        runtime,
+                        prompt_tokens=llm.prompt_tokens,
+                        context=llm.context,
+                        decode_steps=llm.decode_steps,
+                    )
+                    for call, timed in calls.items():
+                        self.profiles[f"{runtime.label} · {call}"] = timed
+                    continue
+                session = runtime.prepare(self.graph, self.input_shapes)
+                timed = self.profiles[runtime.label] = profile(session, feeds, runs=3)
+                if isinstance(runtime, TvmRuntime):  # which kernels have a record, and how fast
+                    self.task_coverage[runtime.label] = task_coverage(session, timed)
             for label, prof in self.profiles.items():
                 self.view.set_overlay(f"time: {label}", prof.node_ms)
-            costs = node_costs(self.graph, self.input_shapes)
+            # a decoder's roofline is its decode step's: the call generation repeats
+            costs = node_costs(self.graph, self.report.input_shapes if generating else self.input_shapes)
             self.rooflines = [roofline(prof, costs) for prof in self.profiles.values()]
         except Exception as err:  # shown in the panel; the kernel and the panel stay usable
             self.status.value = f"<b>failed</b>: {html.escape(type(err).__name__)}: {html.escape(str(err))}"
@@ -275,7 +291,8 @@ class BenchPanel(w.VBox):
 
     def _table_html(self) -> str:
         assert self.report is not None
-        by_label = {p.label: p for p in self.profiles.values()}
+        by_label = {p.label: p for p in self.profiles.values()}  # a decoder's: its decode step's
+        generating = any(r.llm is not None for r in self.report.results)
         rows = []
         for r in self.report.results:
             prof = by_label.get(r.label)
@@ -293,5 +310,17 @@ class BenchPanel(w.VBox):
                     launches,
                     written,
                 )
+                + (_llm_cells(r.llm) if generating else ())
             )
-        return html_table(rows, _BENCH_COLUMNS, attrs={"class": "oge-bench"})
+        columns = _BENCH_COLUMNS + (_LLM_COLUMNS if generating else ())
+        return html_table(rows, columns, attrs={"class": "oge-bench"})
+
+
+_LLM_COLUMNS = ("prefill tok/s", "decode tok/s", "of the bandwidth bound")
+"""A decoder's generation (the latency columns are then its decode step's)."""
+
+
+def _llm_cells(llm: Any) -> tuple[str, ...]:
+    if llm is None:
+        return ("", "", "")
+    return (f"{llm.prefill_tokens_per_s:.1f}", f"{llm.decode_tokens_per_s:.1f}", f"{llm.share_of_bound:.0%}")

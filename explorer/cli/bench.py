@@ -138,6 +138,12 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
         help="a decoder LLM: decode steps timed (default 16)",
     )
     parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="per-node time on the graph for each runtime (a decoder LLM: of the prompt's call and of a "
+        "decode step); --json adds profiles: {runtime: {call: {node: ms}}}",
+    )
+    parser.add_argument(
         "--single-call",
         action="store_true",
         help="a decoder LLM: time one call at the input shapes instead of a prompt and decode steps",
@@ -252,8 +258,10 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_NOT_IMPORTED
     except ConnectionError as err:  # the RPC tracker or servers
         raise ExplorerError(str(err)) from None
+    profiles = _node_times(graph, runtimes, report, args) if args.profile else {}
     if args.json:
-        print(json.dumps({**report.to_dict(), "source": args.model, "fixes": list(applied)}))
+        extra = {"profiles": profiles} if args.profile else {}
+        print(json.dumps({**report.to_dict(), "source": args.model, "fixes": list(applied), **extra}))
         return 0
     for fix in applied:
         print(f"fixed before the import (every runtime runs the fixed model): {fix}")
@@ -269,6 +277,11 @@ def run(args: argparse.Namespace) -> int:
         )
     if any(r.llm is not None for r in report.results):
         print(_llm_table(report))
+    for label, calls in profiles.items():
+        for call, node_ms in calls.items():
+            slowest = sorted(node_ms.items(), key=lambda kv: -kv[1])[:5]
+            where = "; ".join(f"{node} {ms:.3f} ms" for node, ms in slowest)
+            print(f"{label}, {call}: slowest nodes {where}")
     for name, why in report.skipped:
         print(f"{name}: skipped ({why})")
     for r in report.results:  # tuned on RPC servers: who measured what, and what a dead server cost
@@ -282,6 +295,39 @@ def run(args: argparse.Namespace) -> int:
         for task, why in (r.info.get("defaults_rejected") or {}).items():
             print(f"{r.label}: {task}: {why}")
     return 0
+
+
+def _node_times(
+    graph: Any, runtimes: Sequence[Any], report: Any, args: argparse.Namespace
+) -> dict[str, dict[str, dict[str, float]]]:
+    """Each timed runtime's per-node milliseconds: ``{label: {call: {node: ms}}}`` (``"prefill"`` and
+    ``"decode"`` for a decoder's generation, else ``"run"``)."""
+    from explorer.onnx_adapter.inputs import random_feeds
+    from explorer.runtimes.generation import generation_profiles
+    from explorer.runtimes.profile import profile
+
+    timed = {r.label: r for r in report.results}
+    found: dict[str, dict[str, dict[str, float]]] = {}
+    for runtime in runtimes:
+        row = timed.get(runtime.label)
+        if row is None:
+            continue
+        if row.llm is not None:
+            calls = generation_profiles(
+                graph,
+                runtime,
+                prompt_tokens=row.llm.prompt_tokens,
+                context=row.llm.context,
+                decode_steps=row.llm.decode_steps,
+                fix=args.fix,
+                simplify=args.simplify,
+            )
+        else:
+            shapes = report.input_shapes
+            session = runtime.prepare(graph, shapes)
+            calls = {"run": profile(session, random_feeds(graph.model, shapes, seed=report.seed or 0))}
+        found[runtime.label] = {call: dict(p.node_ms) for call, p in calls.items()}
+    return found
 
 
 def _generates(graph: Any, args: argparse.Namespace) -> bool:

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 
     from explorer.core.graph import ModelGraph
     from explorer.runtimes.base import PreparedSession, Runtime
+    from explorer.runtimes.profile import Profile
 
 __all__ = [
     "PROMPT_TOKENS",
@@ -60,6 +61,7 @@ __all__ = [
     "generation_plan",
     "generation_benchmark",
     "generation_loop",
+    "generation_profiles",
     "grows_cache",
 ]
 
@@ -471,6 +473,26 @@ def generation_benchmark(
     )
 
 
+def _prepared(
+    graph: ModelGraph,
+    runtime: Runtime,
+    shapes: Mapping[str, Sequence[int]],
+    fixes: tuple[bool, bool],
+    progress: Any,
+    applied_fixes: list[str],
+) -> PreparedSession:
+    """``runtime`` prepared for one call's ``shapes``; with ``fixes`` (fix, simplify), as
+    ``bench --fix``/``--simplify`` for those shapes (the fixes applied go to ``applied_fixes``)."""
+    from explorer.lower.import_fix import lower_with_fixes
+
+    def attempt(fixed: ModelGraph, fixed_shapes: Any) -> PreparedSession:
+        return runtime.prepare(fixed, fixed_shapes or shapes, progress=progress)
+
+    session, applied = lower_with_fixes(graph, dict(shapes), attempt, simplify=fixes[1], fix=fixes[0])
+    applied_fixes.extend(words for words in applied if words not in applied_fixes)
+    return session
+
+
 def _session_loop(
     graph: ModelGraph,
     runtime: Runtime,
@@ -484,21 +506,9 @@ def _session_loop(
     fixes: tuple[bool, bool],
 ) -> dict[str, Any]:
     """The loop on two sessions of ``runtime`` (the prompt's shapes, a decode step's), in the worker."""
-    from explorer.lower.import_fix import lower_with_fixes
-
     applied_fixes: list[str] = []
-
-    def prepared(call_shapes: Mapping[str, Sequence[int]]) -> PreparedSession:
-        def attempt(fixed: ModelGraph, fixed_shapes: Any) -> PreparedSession:
-            return runtime.prepare(fixed, fixed_shapes or call_shapes, progress=progress)
-
-        session, applied = lower_with_fixes(
-            graph, dict(call_shapes), attempt, simplify=fixes[1], fix=fixes[0]
-        )
-        applied_fixes.extend(words for words in applied if words not in applied_fixes)
-        return session
-
-    prefill, decode = prepared(shapes[0]), prepared(shapes[1])
+    prefill = _prepared(graph, runtime, shapes[0], fixes, progress, applied_fixes)
+    decode = _prepared(graph, runtime, shapes[1], fixes, progress, applied_fixes)
     grow = grows_cache(runtime)
 
     def loop() -> dict[str, Any]:
@@ -523,3 +533,49 @@ def _session_loop(
         "prepare_s": prefill.prepare_s + decode.prepare_s,
         "info": {**decode.info, "reused": reused, "fixes": applied_fixes},
     }
+
+
+def generation_profiles(
+    graph: ModelGraph,
+    runtime: Runtime,
+    *,
+    prompt_tokens: int = PROMPT_TOKENS,
+    context: int = CONTEXT,
+    decode_steps: int = DECODE_STEPS,
+    runs: int = 3,
+    seed: int = 0,
+    fix: bool = False,
+    simplify: bool = False,
+    progress: Any = None,
+) -> dict[str, Profile]:
+    """Per-node time of the prompt's call (``"prefill"``) and of the first decode step (``"decode"``).
+
+    The calls :func:`generation_benchmark` times, on the same inputs, each profiled
+    (:func:`explorer.runtimes.profile.profile`); a runtime with a loop of its own has none.
+
+    Examples
+    --------
+    >>> from explorer import load
+    >>> from explorer.runtimes.ort_runtime import OrtRuntime
+    >>> calls = generation_profiles(load("zoo:llama"), OrtRuntime(), prompt_tokens=8, context=32, runs=1)
+    >>> sorted(calls), max(calls["decode"].node_ms, key=calls["decode"].node_ms.get).startswith("/")
+    (['decode', 'prefill'], True)
+    """
+    from explorer.runtimes.profile import profile
+
+    if getattr(runtime, "generate", None) is not None:
+        return {}
+    spec, prefill_shapes, decode_shapes = generation_plan(
+        graph, prompt_tokens, context, decode_steps=decode_steps
+    )
+    cached = decode_shapes[spec.past_inputs[0][0]][2]
+    feeds = {
+        "prefill": random_feeds(graph.model, prefill_shapes, seed=seed, sequence=prompt_tokens, past=0),
+        "decode": random_feeds(graph.model, decode_shapes, seed=seed + 1, sequence=1, past=cached),
+    }
+    shapes = {"prefill": prefill_shapes, "decode": decode_shapes}
+    found: dict[str, Profile] = {}
+    for call in ("prefill", "decode"):
+        session = _prepared(graph, runtime, shapes[call], (fix, simplify), progress, [])
+        found[call] = profile(session, feeds[call], runs=runs)
+    return found

@@ -76,3 +76,16 @@ def test_iree_joins_with_its_dispatches_on_the_graph() -> None:
     timed = panel.profiles["IREE llvm-cpu"]  # every dispatch on its Gemm but data tiling's packing
     assert timed.coverage > 0.9 and all("_encoding_" in name for name in timed.unmapped), timed.unmapped
     assert set(timed.node_ms) == {"/fc1/Gemm", "/fc2/Gemm", "/fc3/Gemm"}
+
+
+def test_a_decoder_shows_its_generation_and_the_time_of_each_call_on_the_graph() -> None:
+    panel = BenchPanel("zoo:llama", min_runs=2, min_seconds=0.0)
+    panel.runtimes.value = ("ort",)
+    report = panel.run()
+    assert report.results[0].llm is not None
+    assert sorted(panel.profiles) == ["ONNX Runtime CPU (all) · decode", "ONNX Runtime CPU (all) · prefill"]
+    overlays = [o for o in panel.view.color_menu.options if "time" in str(o)]
+    assert len(overlays) == 2
+    assert "prefill tok/s" in panel.table.value and "decode tok/s" in panel.table.value
+    decode = panel.profiles["ONNX Runtime CPU (all) · decode"].node_ms
+    assert any("self_attn" in node for node in decode)  # the attention's nodes carry the decode step's time

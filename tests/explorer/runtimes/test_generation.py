@@ -132,3 +132,14 @@ def test_onnxruntime_genai_generates_beside_our_loop(genai_decoder_int4: Path) -
 def test_onnxruntime_genai_needs_the_builders_config() -> None:
     with pytest.raises(RuntimeUnsupportedError, match=r"genai_config\.json"):
         bench(load("zoo:llama"), ["ort", "ort-genai"], prompt_tokens=4, context=16, decode_steps=2)
+
+
+def test_bench_profiles_the_prompts_call_and_a_decode_step(capsys: pytest.CaptureFixture[str]) -> None:
+    words = ["bench", "zoo:llama", "--runtime", "ort", "--prompt-tokens", "8", "--context", "32", "--profile"]
+    assert main([*words, "--decode-steps", "2", "--json"]) == 0
+    profiles = json.loads(capsys.readouterr().out)["profiles"]["ONNX Runtime CPU (all)"]
+    assert set(profiles) == {"prefill", "decode"}
+    assert (
+        all(ms >= 0 for ms in profiles["decode"].values())
+        and "/model/layers.1/self_attn/MatMul" in profiles["decode"]
+    )
