@@ -33,6 +33,7 @@ COURSE = [
     "06_mobile_npu.ipynb",
     "07_pitfalls.ipynb",
     "08_mlir.ipynb",
+    "09_llm.ipynb",
 ]
 """The course's chapters in order (docs/course.md); explorer.ipynb is the Voila app, not a chapter."""
 
@@ -47,7 +48,7 @@ def _installed(module: str) -> bool:
         return False
 
 
-def test_the_course_has_nine_chapters_and_the_app() -> None:
+def test_the_course_has_ten_chapters_and_the_app() -> None:
     assert [p.name for p in NOTEBOOKS] == sorted([*COURSE, "explorer.ipynb"])
 
 
