@@ -91,6 +91,9 @@ class DecoderSpec:
         The quantisation block of the int4/int8 weights, else None.
     weight_bytes_by_dtype : dict
         Bytes per weight kind: ``int4``, ``int4 scales (float32)``, ``float32``, ...
+    gathered_bytes : int
+        Bytes of weights only ever gathered by token (an embedding table no MatMul reads): a
+        decode step reads a row of them, not all.
     kv_dtype : str
         The KV cache's dtype.
     kv_bytes_per_token : int
@@ -121,6 +124,7 @@ class DecoderSpec:
     weight_dtype: str
     weight_block_size: int | None
     weight_bytes_by_dtype: dict[str, int]
+    gathered_bytes: int
     kv_dtype: str
     kv_bytes_per_token: int
     kv_bytes_at_context: int | None
@@ -156,6 +160,7 @@ class DecoderSpec:
             "weight_dtype": self.weight_dtype,
             "weight_block_size": self.weight_block_size,
             "weight_bytes_by_dtype": dict(self.weight_bytes_by_dtype),
+            "gathered_bytes": self.gathered_bytes,
             "kv_dtype": self.kv_dtype,
             "kv_bytes_per_token": self.kv_bytes_per_token,
             "kv_bytes_at_context": self.kv_bytes_at_context,
@@ -366,6 +371,29 @@ def _embedding_shape(model: onnx.ModelProto, input_ids: str | None) -> tuple[int
     return None
 
 
+def _gathered_bytes(model: onnx.ModelProto, input_ids: str | None) -> int:
+    """Bytes of the initializers read only as the table of a ``Gather`` of the token ids (an untied
+    embedding): a decode step reads one row of them."""
+    if input_ids is None:
+        return 0
+    readers: dict[str, list[onnx.NodeProto]] = {}
+    for node in model.graph.node:
+        for name in set(node.input):
+            readers.setdefault(name, []).append(node)
+
+    def gathered(name: str) -> bool:
+        nodes = readers.get(name, [])
+        return bool(nodes) and all(
+            n.op_type == "Gather" and list(n.input[:2]) == [name, input_ids] for n in nodes
+        )
+
+    return sum(
+        shape_bytes(tuple(int(d) for d in t.dims), t.data_type) or 0
+        for t in model.graph.initializer
+        if gathered(t.name)
+    )
+
+
 def _first(*values: Any) -> Any:
     return next((v for v in values if v is not None), None)
 
@@ -473,6 +501,7 @@ def decoder_spec(model: onnx.ModelProto, model_path: str | Path | None = None) -
         weight_dtype=dominant,
         weight_block_size=block,
         weight_bytes_by_dtype=by_kind,
+        gathered_bytes=_gathered_bytes(model, input_ids),
         kv_dtype=dtype_name(kv_elem),
         kv_bytes_per_token=per_token,
         kv_bytes_at_context=per_token * context if context else None,

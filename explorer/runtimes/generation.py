@@ -15,9 +15,10 @@ runtime compiled for fixed shapes keeps that window (the cache's oldest token dr
 step), as a fixed-context NPU graph does. The first step's inputs are the same on every
 runtime, and so are the prompt's: their logits are what runtimes are compared on.
 
-The memory roof: a decode step reads every weight and the cache once, so this machine's
-measured bandwidth (:func:`explorer.runtimes.machine.measure_peak`) bounds it at
-``bandwidth / (weight bytes + cache bytes)`` tokens a second.
+The memory roof: a decode step reads every weight (of an embedding table only gathered, one
+row) and the cache once, so this machine's measured bandwidth
+(:func:`explorer.runtimes.machine.measure_peak`) bounds it at ``bandwidth / (weight bytes +
+cache bytes)`` tokens a second.
 
 Examples
 --------
@@ -90,7 +91,8 @@ class LlmTiming:
     kv_cache_bytes : int
         The cache at ``context`` tokens.
     bytes_per_decode_step : int
-        What a decode step reads at least: every weight and the cache.
+        What a decode step reads at least: every weight (a row of an embedding table only
+        gathered) and the cache.
     memory_gbps : float
         This machine's measured memory bandwidth.
     bandwidth_bound_tokens_per_s : float
@@ -444,7 +446,7 @@ def generation_benchmark(
     prefill_median = float(np.median(result["prefill_ms"]))
     decode_median = float(np.median(result["decode_ms"]))
     kv_bytes = spec.kv_bytes_per_token * context
-    read = spec.weight_bytes + kv_bytes
+    read = spec.weight_bytes - spec.gathered_bytes + kv_bytes  # a gathered table: one row a step
     gbps = measure_peak().gbps
     timing = LlmTiming(
         prompt_tokens=prompt_tokens,

@@ -7,7 +7,7 @@ call, run in graph order on tensors kept by name. Nothing is fused, folded or pl
 BatchNormalization stays a kernel of its own, as in a module in ``eval()`` mode, and every
 intermediate is a new tensor. Weights become torch tensors once, when the program is made.
 
-The ops are those of :data:`TORCH_OPS` (the zoo's CNNs, transformer and detectors); a node of
+The ops are those of :data:`TORCH_OPS` (the zoo's CNNs, transformer, detectors and decoders); a node of
 any other op, or an attribute value this translation does not follow, is refused when the
 program is made (:class:`TorchUnsupported`), never run wrong.
 
@@ -326,6 +326,17 @@ def _ops() -> dict[str, Callable[..., Any]]:
         "Equal": lambda n, a, x, y: x == y,
         "Greater": lambda n, a, x, y: x > y,
         "Less": lambda n, a, x, y: x < y,
+        "LessOrEqual": lambda n, a, x, y: x <= y,
+        "GreaterOrEqual": lambda n, a, x, y: x >= y,
+        "And": lambda n, a, x, y: torch.logical_and(x, y),
+        "Or": lambda n, a, x, y: torch.logical_or(x, y),
+        "Not": lambda n, a, x: torch.logical_not(x),
+        "IsNaN": lambda n, a, x: torch.isnan(x),
+        "Reciprocal": lambda n, a, x: torch.reciprocal(x),
+        "Cos": lambda n, a, x: torch.cos(x),
+        "Sin": lambda n, a, x: torch.sin(x),
+        "Abs": lambda n, a, x: torch.abs(x),
+        "Log": lambda n, a, x: torch.log(x),
     }
 
 
@@ -360,6 +371,7 @@ TORCH_OPS = (
     "Flatten", "Gemm", "MatMul", "Reshape", "Transpose", "Softmax", "Concat", "Constant", "Shape",
     "Gather", "Unsqueeze", "Squeeze", "Range", "LayerNormalization", "Slice", "Resize", "Cast",
     "ReduceMean", "ReduceSum", "Split", "Expand", "ConstantOfShape", "Where", "Equal", "Greater", "Less",
+    "LessOrEqual", "GreaterOrEqual", "And", "Or", "Not", "IsNaN", "Reciprocal", "Cos", "Sin", "Abs", "Log",
 )  # fmt: skip
 """The ONNX ops (default domain) :func:`torch_program` runs."""
 

@@ -143,3 +143,22 @@ def test_bench_profiles_the_prompts_call_and_a_decode_step(capsys: pytest.Captur
         all(ms >= 0 for ms in profiles["decode"].values())
         and "/model/layers.1/self_attn/MatMul" in profiles["decode"]
     )
+
+
+def test_pytorch_eager_generates_a_decoder_and_agrees() -> None:
+    pytest.importorskip("torch")
+    report = bench(load("zoo:llama"), ["ort", "torch-eager"], prompt_tokens=8, context=32, decode_steps=2)
+    eager = report.results[1]
+    assert eager.runtime == "torch-eager" and eager.agrees, eager.max_abs_err
+    assert eager.llm.cache == "grows"  # it takes any shape, as ONNX Runtime does
+
+
+def test_an_embedding_table_only_gathered_counts_one_row_a_decode_step() -> None:
+    graph = load("zoo:llama")
+    spec = graph.summary().llm
+    assert spec["gathered_bytes"] == 128 * 32 * 4  # vocab x hidden x float32: untied, read by a Gather only
+    run = generation_benchmark(graph, OrtRuntime(), prompt_tokens=4, context=16, decode_steps=1)
+    assert (
+        run.timing.bytes_per_decode_step
+        == spec["weight_bytes"] - spec["gathered_bytes"] + run.timing.kv_cache_bytes
+    )
