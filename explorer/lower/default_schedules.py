@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from explorer.lower.relax_target import float32_lanes, register_cpu_intrinsics
-from explorer.lower.schedule_check import check_schedule
+from explorer.lower.schedule_check import check_schedules
 
 __all__ = [
     "UNMEASURED",
@@ -277,10 +277,11 @@ def default_database(
 ) -> DefaultDatabase:
     """Default records for ``tasks`` (:func:`default_schedule`), in a database of their own.
 
-    Each schedule is first checked against the task's plain loops on random inputs
-    (:func:`explorer.lower.schedule_check.check_schedule`, the verdict kept in ``checks``,
-    by default the target's tuning cache): one that differs gets no record, and the task
-    keeps its plain loops (``how`` says ``"naive"``, ``rejected`` why).
+    Each schedule is first checked against the task's plain loops on random inputs, every
+    task's check in one build (:func:`explorer.lower.schedule_check.check_schedules`, the
+    verdicts kept in ``checks``, by default the target's tuning cache): one that differs (or
+    does not build) gets no record, and the task keeps its plain loops (``how`` says
+    ``"naive"``, ``rejected`` why).
 
     Examples
     --------
@@ -301,12 +302,19 @@ def default_database(
     database = ms.database.MemoryDatabase()
     how: dict[str, str] = {}
     rejected: dict[str, str] = {}
+    scheduled: list[tuple[Any, Any, Any]] = []  # (task, its plain loops, its schedule)
     for index, task in enumerate(tasks):
         func_mod = task.dispatched[0]
         schedule, how[task.task_name] = default_schedule(func_mod, target, _SEED + index)
-        if schedule is None:
-            continue
-        check = check_schedule(func_mod, schedule.mod, target, code_version=SCHEDULES_VERSION, folder=checks)
+        if schedule is not None:
+            scheduled.append((task, func_mod, schedule))
+    checks_found = check_schedules(  # every task's check built at once
+        [(func_mod, schedule.mod) for _, func_mod, schedule in scheduled],
+        target,
+        code_version=SCHEDULES_VERSION,
+        folder=checks,
+    )
+    for (task, func_mod, schedule), check in zip(scheduled, checks_found, strict=True):
         if not check.agrees:
             how[task.task_name], rejected[task.task_name] = "naive", check.reason()
             continue

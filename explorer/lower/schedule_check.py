@@ -1,12 +1,18 @@
-"""Check a task's default schedule against its plain loops: both built alone, run on the same random inputs.
+"""Check a task's default schedule against its plain loops: both built, run on the same random inputs.
 
 A default schedule (:mod:`explorer.lower.default_schedules`) is a program TVM transformed
 without measuring it; a transformation TVM gets wrong (its RewriteLayout postprocessor once
 folded BERT's ``te_gather_nd`` indices into half their buffer) gives a kernel that runs fast
 and computes something else. Each task's scheduled PrimFunc and its plain loop nest are
-built on their own and run on the same random arguments (:func:`explorer.onnx_adapter.inputs.random_array`;
-every buffer has room after it for an index that reaches past a short axis), and every
-buffer is compared afterwards with float32's tolerances (:func:`explorer.runtimes.compare.agreement`).
+built for the same target and run on the same random arguments
+(:func:`explorer.onnx_adapter.inputs.random_array`; every buffer has room after it for an
+index that reaches past a short axis), and every buffer is compared afterwards with float32's
+tolerances (:func:`explorer.runtimes.compare.agreement`).
+
+A model's tasks are checked together (:func:`check_schedules`): every unchecked task's two
+PrimFuncs go into one module, built once (LLVM and its JIT set up once, not twice per task);
+a module that does not build is built again task by task, so the task that fails is the
+only one without a schedule.
 
 The verdict is kept on disk, one small JSON file per task, keyed by the task's structural
 hash, the target, TVM's version and the version of the code that made the schedule
@@ -41,7 +47,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -52,7 +58,17 @@ from explorer.isolation.io import write_bytes_atomic
 from explorer.onnx_adapter.inputs import random_array
 from explorer.runtimes.compare import agreement
 
-__all__ = ["CHECKS_FOLDER", "INDEX_REACH", "ScheduleCheck", "check_schedule", "check_key", "checks_dir"]
+__all__ = [
+    "CHECKS_FOLDER",
+    "INDEX_REACH",
+    "SYMBOLIC",
+    "Build",
+    "ScheduleCheck",
+    "check_schedule",
+    "check_schedules",
+    "check_key",
+    "checks_dir",
+]
 
 CHECKS_FOLDER = "schedule-checks"
 """The folder of verdicts, in the target's tuning folder (:func:`explorer.lower.relax_tuning.tuning_dir`)."""
@@ -60,6 +76,12 @@ CHECKS_FOLDER = "schedule-checks"
 INDEX_REACH = 8
 """Random integers are below this (:func:`explorer.onnx_adapter.inputs.random_array`): an index
 into a shorter axis reads past it, so every buffer gets this much room after it."""
+
+Build = Callable[[Any, Any], Any]
+"""``build(module, target)`` -> a runtime module with every PrimFunc of ``module`` by name."""
+
+SYMBOLIC = "a symbolic shape: the default schedule cannot be checked"
+"""Why a task with a symbolic shape is not checked (it runs its plain loops)."""
 
 
 @dataclass(frozen=True)
@@ -149,7 +171,8 @@ def check_schedule(
     folder: str | os.PathLike[str] | None = None,
     seed: int = 0,
 ) -> ScheduleCheck:
-    """Build ``scheduled`` and ``plain`` alone, run both on the same random arguments, compare every buffer.
+    """Build ``plain`` and ``scheduled`` (one module), run both on the same random arguments, compare
+    every buffer: :func:`check_schedules` for one task.
 
     Parameters
     ----------
@@ -197,29 +220,192 @@ def check_schedule(
     ...                code_version="doc", folder=folder).cached  # the verdict from disk
     True
     """
-    path = (
-        Path(folder if folder is not None else checks_dir(target))
-        / f"{check_key(plain, target, code_version)}.json"
-    )
+    return check_schedules([(plain, scheduled)], target, code_version=code_version, folder=folder, seed=seed)[
+        0
+    ]
+
+
+def check_schedules(
+    pairs: Sequence[tuple[Any, Any]],
+    target: Any,
+    *,
+    code_version: str,
+    folder: str | os.PathLike[str] | None = None,
+    seed: int = 0,
+    build: Build | None = None,
+) -> list[ScheduleCheck]:
+    """Check many tasks' schedules with one build: every unchecked task's plain and scheduled
+    PrimFunc in one module (``plain_<i>``, ``scheduled_<i>``), compiled once, each pair run on
+    the same random arguments and every buffer compared.
+
+    A verdict on disk is read instead (nothing of that task is built). When the module does
+    not build, each task is built alone: the one that fails gets a verdict that says so (it
+    does not agree), the others are checked as usual.
+
+    Parameters
+    ----------
+    pairs : sequence of (tvm.IRModule, tvm.IRModule)
+        Each task's plain loops (``task.dispatched[0]``) and its schedule (``schedule.mod``).
+    target : tvm.target.Target or str
+        The CPU both are built for.
+    code_version : str
+        The version of the code that made the schedules (part of the cache key).
+    folder : path-like, optional
+        Where verdicts are kept (default :func:`checks_dir`).
+    seed : int
+        The seed of each task's random arguments (each task's draw starts from it).
+    build : callable, optional
+        ``build(module, target)`` -> the runtime module (default :func:`tvm.compile`).
+
+    Returns
+    -------
+    list of ScheduleCheck
+        One verdict per pair, in order.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> import tvm
+    >>> from tvm.script import tirx as T
+    >>> @T.prim_func(s_tir=True)
+    ... def add(a: T.Buffer((8,), "float32"), b: T.Buffer((8,), "float32")):
+    ...     for i in range(8):
+    ...         with T.sblock("b"):
+    ...             v = T.axis.spatial(8, i)
+    ...             b[v] = a[v] + T.float32(1)
+    >>> @T.prim_func(s_tir=True)
+    ... def sub(a: T.Buffer((8,), "float32"), b: T.Buffer((8,), "float32")):
+    ...     for i in range(8):
+    ...         with T.sblock("b"):
+    ...             v = T.axis.spatial(8, i)
+    ...             b[v] = a[v] - T.float32(1)
+    >>> built = []
+    >>> def counted(module, target):
+    ...     built.append(sorted(g.name_hint for g in module.get_global_vars()))
+    ...     return tvm.compile(module, target=target)
+    >>> found = check_schedules([(tvm.IRModule({"main": add}), tvm.IRModule({"main": add})),
+    ...                          (tvm.IRModule({"main": sub}), tvm.IRModule({"main": add}))],
+    ...                         "llvm", code_version="doc", folder=tempfile.mkdtemp(), build=counted)
+    >>> [f.agrees for f in found], built
+    ([True, False], [['plain_0', 'plain_1', 'scheduled_0', 'scheduled_1']])
+    """
+    where = Path(folder if folder is not None else checks_dir(target))
+    paths = [where / f"{check_key(plain, target, code_version)}.json" for plain, _ in pairs]
+    found: list[ScheduleCheck | None] = [_read(path) for path in paths]
+    unchecked: dict[int, list[tuple[list[int], str]]] = {}
+    for index, (plain, _) in enumerate(pairs):
+        if found[index] is not None:
+            continue
+        shapes = _shapes(plain)
+        if shapes is None:
+            found[index] = symbolic = ScheduleCheck(False, float("inf"), why=SYMBOLIC)
+            _write(symbolic, paths[index])
+        else:
+            unchecked[index] = shapes
+    for index, verdict in _checked(pairs, unchecked, target, seed, build or _build):
+        found[index] = verdict
+        _write(verdict, paths[index])
+    return [verdict for verdict in found if verdict is not None]
+
+
+def _build(module: Any, target: Any) -> Any:
+    """The default :data:`Build`: TVM's build for ``target`` (its LLVM options as the model's build)."""
+    import tvm
+
+    return tvm.compile(module, target=target)
+
+
+def _read(path: Path) -> ScheduleCheck | None:
+    """The verdict kept at ``path``; None when there is none (or it cannot be read)."""
     try:
         return ScheduleCheck(**{**json.loads(path.read_text()), "cached": True})
     except (OSError, ValueError, TypeError):
-        pass
-    shapes = _shapes(plain)
-    if shapes is None:
-        found = ScheduleCheck(
-            False, float("inf"), why="a symbolic shape: the default schedule cannot be checked"
-        )
-    else:
-        rng = np.random.default_rng(seed)
-        pools = [random_array([_room(shape)], dtype, rng) for shape, dtype in shapes]
-        reference = _run(plain, target, pools, shapes)
-        outputs = _run(scheduled, target, pools, shapes)
-        compared = agreement(reference, outputs)
-        found = ScheduleCheck(compared.ok, float(compared.max_abs_err))
+        return None
+
+
+def _write(found: ScheduleCheck, path: Path) -> None:
     verdict = {k: v for k, v in asdict(found).items() if k != "cached"}
     write_bytes_atomic(json.dumps(verdict).encode(), path, fsync=False)
-    return found
+
+
+def _checked(
+    pairs: Sequence[tuple[Any, Any]],
+    unchecked: dict[int, list[tuple[list[int], str]]],
+    target: Any,
+    seed: int,
+    build: Build,
+) -> Iterator[tuple[int, ScheduleCheck]]:
+    """The verdict of each unchecked task: all of them built at once; built one by one if that fails."""
+    if not unchecked:
+        return
+    try:
+        kernels = _kernels(pairs, list(unchecked), target, build)
+    except MemoryError:
+        raise
+    except Exception as err:
+        if len(unchecked) == 1:  # the task is known: no need to build it again
+            (index,) = unchecked
+            yield index, _unbuilt(err)
+            return
+        kernels = None
+    for index, shapes in unchecked.items():
+        mine = kernels
+        if mine is None:
+            try:
+                mine = _kernels(pairs, [index], target, build)
+            except MemoryError:
+                raise
+            except Exception as err:
+                yield index, _unbuilt(err)
+                continue
+        yield index, _compare(mine[f"plain_{index}"], mine[f"scheduled_{index}"], shapes, seed)
+
+
+def _kernels(
+    pairs: Sequence[tuple[Any, Any]], indices: Sequence[int], target: Any, build: Build
+) -> dict[str, Any]:
+    """The tasks' PrimFuncs in one module (``plain_<i>``, ``scheduled_<i>``), built: each by name.
+
+    Every function is looked up here: the LLVM JIT compiles the module on the first lookup,
+    and a failure then is the build's, not one task's run.
+    """
+    import tvm
+
+    functions = {}
+    for index in indices:
+        plain, scheduled = pairs[index]
+        for name, func_mod in ((f"plain_{index}", plain), (f"scheduled_{index}", scheduled)):
+            functions[name] = func_mod["main"].with_attr("global_symbol", name)
+    library = build(tvm.IRModule(functions), target)
+    return {name: library[name] for name in functions}
+
+
+def _unbuilt(err: Exception) -> ScheduleCheck:
+    """The verdict on a task that did not build: not used."""
+    return ScheduleCheck(
+        False, float("inf"), why=f"the default schedule could not be built to check it ({_said(err)})"
+    )
+
+
+def _said(err: Exception) -> str:
+    """``err`` in one line: its type and the last line of its message (TVM's is a traceback)."""
+    words = str(err).strip()
+    return f"{type(err).__name__}: {words.splitlines()[-1] if words else ''}"
+
+
+def _compare(plain: Any, scheduled: Any, shapes: Sequence[tuple[list[int], str]], seed: int) -> ScheduleCheck:
+    """Both kernels run on copies of the same random arguments; every buffer compared after."""
+    rng = np.random.default_rng(seed)
+    pools = [random_array([_room(shape)], dtype, rng) for shape, dtype in shapes]
+    try:
+        reference = _run(plain, pools, shapes)
+        outputs = _run(scheduled, pools, shapes)
+    except MemoryError:
+        raise
+    except Exception as err:  # one task's run, not the others'
+        return ScheduleCheck(False, float("inf"), why=f"the check could not run the task ({_said(err)})")
+    compared = agreement(reference, outputs)
+    return ScheduleCheck(compared.ok, float(compared.max_abs_err))
 
 
 def _shapes(func_mod: Any) -> list[tuple[list[int], str]] | None:
@@ -246,13 +432,10 @@ def _room(shape: Sequence[int]) -> int:
     return size + reach
 
 
-def _run(
-    func_mod: Any, target: Any, pools: Sequence[np.ndarray], shapes: Sequence[tuple[list[int], str]]
-) -> list[Any]:
-    """Build ``func_mod`` alone, run it on copies of ``pools`` seen as ``shapes``: every buffer after."""
+def _run(kernel: Any, pools: Sequence[np.ndarray], shapes: Sequence[tuple[list[int], str]]) -> list[Any]:
+    """``kernel`` run on copies of ``pools`` seen as ``shapes``: every buffer after."""
     import tvm
 
-    kernel = tvm.compile(func_mod, target=target)
     views = [
         tvm.runtime.tensor(pool)._create_view(shape) for pool, (shape, _) in zip(pools, shapes, strict=True)
     ]

@@ -1,5 +1,6 @@
 """A default schedule checked against its plain loops (real TVM): kept when it agrees, refused when it
-does not, the verdict read from disk the second time.
+does not, the verdict read from disk the second time; a model's tasks checked with one build, a task
+that does not build refused alone.
 
 The task is the one that once broke BERT's dynamo export: ``te_gather_nd`` picking the attention
 mask's elements through a constant index tensor (1x1x1x128x2, marked layout-free). TVM's
@@ -14,9 +15,13 @@ from typing import Any
 
 import pytest
 
-from explorer.lower.default_schedules import SCHEDULES_VERSION, default_schedule
+from explorer import zoo
+from explorer.lower import schedule_check
+from explorer.lower.default_schedules import SCHEDULES_VERSION, default_database, default_schedule
+from explorer.lower.relax_frontend import run_importer
 from explorer.lower.relax_target import cpu_target, register_cpu_intrinsics
-from explorer.lower.schedule_check import check_schedule
+from explorer.lower.relax_tuning import tuning_module
+from explorer.lower.schedule_check import check_schedule, check_schedules
 
 SEQUENCE = 128
 """BERT-base's sequence; 64 is the smallest that still broke (the vectorised loop is 64 long)."""
@@ -108,3 +113,75 @@ def test_a_second_check_of_the_same_task_reads_the_verdict_and_builds_nothing(
     assert again.cached and (again.agrees, again.max_abs_err) == (first.agrees, first.max_abs_err)
     other = check_schedule(plain, schedule.mod, target, code_version="another", folder=tmp_path)
     assert not other.cached  # the schedule code's version is part of the key
+
+
+@pytest.fixture(scope="module")
+def mlp_tasks(target: Any) -> list[Any]:
+    """The zoo MLP's tasks (four kernels, static shapes)."""
+    from tvm.s_tir import meta_schedule as ms
+
+    module = tuning_module(run_importer(zoo.build("mlp"), {"input": [1, 1, 28, 28]})["module"], target)
+    return list(ms.relax_integration.extract_tasks(module, target))
+
+
+class _Builds:
+    """A build hook: the functions of each module built; a module holding ``failing`` fails."""
+
+    def __init__(self, failing: str | None = None) -> None:
+        self.failing = failing
+        self.modules: list[list[str]] = []
+
+    def __call__(self, module: Any, target: Any) -> Any:
+        import tvm
+
+        names = sorted(gv.name_hint for gv in module.get_global_vars())
+        self.modules.append(names)
+        if self.failing in names:
+            raise RuntimeError(f"cannot build {self.failing}")
+        return tvm.compile(module, target=target)
+
+
+def test_a_models_tasks_are_checked_with_one_build_and_none_the_second_time(
+    target: Any, mlp_tasks: list[Any], tmp_path: Path
+) -> None:
+    pairs = [(t.dispatched[0], default_schedule(t.dispatched[0], target)[0].mod) for t in mlp_tasks]
+    builds = _Builds()
+    found = check_schedules(pairs, target, code_version=SCHEDULES_VERSION, folder=tmp_path, build=builds)
+    assert [f.agrees for f in found] == [True] * len(pairs) and not any(f.cached for f in found)
+    every = sorted(f"{kind}_{i}" for i in range(len(pairs)) for kind in ("plain", "scheduled"))
+    assert builds.modules == [every]  # one module: each task's plain loops and its schedule
+    again = check_schedules(pairs, target, code_version=SCHEDULES_VERSION, folder=tmp_path, build=builds)
+    assert all(f.cached for f in again) and len(builds.modules) == 1
+    assert [(f.agrees, f.max_abs_err) for f in again] == [(f.agrees, f.max_abs_err) for f in found]
+    assert len(list(tmp_path.glob("*.json"))) == len(pairs)  # one verdict per task, as check_schedule keeps
+
+
+def test_default_database_builds_the_checks_of_all_its_tasks_once(
+    target: Any, mlp_tasks: list[Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    builds = _Builds()
+    monkeypatch.setattr(schedule_check, "_build", builds)
+    defaults = default_database(mlp_tasks, target, tmp_path)
+    assert set(defaults.how.values()) == {"heuristic"} and defaults.rejected == {}
+    assert len(builds.modules) == 1 and len(builds.modules[0]) == 2 * len(mlp_tasks)
+
+
+def test_a_task_that_does_not_build_gets_its_own_verdict_and_the_others_theirs(
+    target: Any, mlp_tasks: list[Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    builds = _Builds(failing="scheduled_1")
+    monkeypatch.setattr(schedule_check, "_build", builds)
+    defaults = default_database(mlp_tasks, target, tmp_path)
+    names = [t.task_name for t in mlp_tasks]
+    # the model's module failed; then each task alone: only the second fails
+    assert builds.modules[0] == sorted(f"{k}_{i}" for i in range(len(names)) for k in ("plain", "scheduled"))
+    assert builds.modules[1:] == [[f"plain_{i}", f"scheduled_{i}"] for i in range(len(names))]
+    assert defaults.rejected == {
+        names[1]: "the default schedule could not be built to check it (RuntimeError: cannot build "
+        "scheduled_1); plain loops used"
+    }
+    assert defaults.how == {name: "naive" if name == names[1] else "heuristic" for name in names}
+    again = _Builds()
+    monkeypatch.setattr(schedule_check, "_build", again)
+    assert default_database(mlp_tasks, target, tmp_path).rejected == defaults.rejected
+    assert again.modules == []  # every verdict kept, the failed build's too: nothing is built again
