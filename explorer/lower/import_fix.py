@@ -24,15 +24,22 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from explorer.core.errors import LoweringError
 from explorer.core.graph import ModelGraph
 from explorer.lower.iree_compile import UNTYPED
-from explorer.lower.relax_import import FIX, ImportFailure, fix_graph, rewrite_fix
+from explorer.lower.relax_import import (
+    FIX,
+    REWRITE_FIXES,
+    REWRITE_PARAMETERS,
+    ImportFailure,
+    fix_graph,
+    rewrite_fix,
+)
 from explorer.lower.relax_pipeline import RelaxImportFailed
 
-__all__ = ["lower_with_fixes", "simplified", "lowering_rewrite"]
+__all__ = ["lower_with_fixes", "simplified", "lowering_rewrite", "rewrites_applied", "rewritten"]
 
 T = TypeVar("T")
 
@@ -68,12 +75,78 @@ def lowering_rewrite(graph: ModelGraph, err: LoweringError) -> tuple[str, tuple]
     """
     nodes = graph.nx.nodes
     failures = [ImportFailure(n, nodes[n]["op_type"], err.reason) for n in err.onnx_nodes if n in nodes]
+    rewritable = _rewritable_nodes(graph)
     if (
         UNTYPED in err.reason
     ):  # a node without types: any rewritable node upstream may be why (a local function)
-        rewritable = (ImportFailure(n, d["op_type"], "") for n, d in nodes(data=True) if d["kind"] == "op")
-        failures = [f for f in rewritable if rewrite_fix(graph, [f]) is not None]
+        failures = [f for f, _ in rewritable]
+    elif failures and rewrite_fix(graph, failures) is not None:
+        # a compiler stops at the first node it cannot lower: the nodes after it that the same
+        # rewrites remove (IREE lacks every com.microsoft op) go with it, not one fix per op
+        passes = set(_pass_names(rewrite_fix(graph, failures)))
+        failures += [f for f, names in rewritable if names <= passes and f.node not in err.onnx_nodes]
     return rewrite_fix(graph, failures) if failures else None
+
+
+def _pass_names(rewrite: tuple[str, tuple] | None) -> list[str]:
+    """The pass names of a rewrite's pipeline (:func:`~explorer.lower.relax_import.rewrite_fix`)."""
+    return [item if isinstance(item, str) else item[0] for item in rewrite[1]] if rewrite else []
+
+
+def _rewritable_nodes(graph: ModelGraph) -> list[tuple[ImportFailure, set[str]]]:
+    """Every op node a rewrite of :data:`~explorer.lower.relax_import.REWRITE_FIXES` removes, with the
+    passes that do (asked once per op type and domain)."""
+    nodes = graph.nx.nodes
+    asked: dict[tuple[str, str], set[str]] = {}
+    found: list[tuple[ImportFailure, set[str]]] = []
+    for node, data in nodes(data=True):
+        if data["kind"] != "op":
+            continue
+        failure = ImportFailure(node, data["op_type"], "")
+        key = (data["op_type"], str(data.get("domain", "")))
+        if key not in asked:
+            asked[key] = set(_pass_names(rewrite_fix(graph, [failure])))
+        if asked[key]:
+            found.append((failure, asked[key]))
+    return found
+
+
+def rewrites_applied(applied: Sequence[str]) -> tuple[Any, ...]:
+    """The rewrites into standard ONNX among the fixes ``applied`` (in words, as
+    :func:`lower_with_fixes` returns them), as a pipeline with the parameters the fix gives them
+    (every op they rewrite, not only the ones a compiler failed at); empty when none.
+
+    A runtime that needs no fix (ONNX Runtime) runs what the compilers ran through this:
+    the same graph, fixed shapes apart.
+
+    Examples
+    --------
+    >>> words = "write the com.microsoft contrib ops in standard ONNX (explorer:decompose_contrib)"
+    >>> rewrites_applied([FIX, words])
+    (('explorer:decompose_contrib', {'quantized': 'primitive'}),)
+    >>> rewrites_applied([FIX])
+    ()
+    """
+    named = [name for name in REWRITE_FIXES if any(f"({name})" in words for words in applied)]
+    return tuple(
+        (name, dict(REWRITE_PARAMETERS[name])) if name in REWRITE_PARAMETERS else name for name in named
+    )
+
+
+def rewritten(graph: ModelGraph, applied: Sequence[str]) -> ModelGraph:
+    """``graph`` with the rewrites among the fixes ``applied`` (:func:`rewrites_applied`), its input
+    shapes left as they are; ``graph`` itself when the fixes rewrote nothing.
+
+    Examples
+    --------
+    >>> from explorer import load
+    >>> err = LoweringError("x", pass_name="p", onnx_nodes=["/loop/Loop"])
+    >>> words = lowering_rewrite(load("zoo:control_flow"), err)[0]
+    >>> "Loop" in rewritten(load("zoo:control_flow"), [words]).summary().ops
+    False
+    """
+    pipeline = rewrites_applied(applied)
+    return fix_graph(graph, pipeline)[0] if pipeline else graph
 
 
 def lower_with_fixes(

@@ -163,7 +163,7 @@ def _load_for_import(path: str, input_shapes: Mapping[str, Sequence[int]] | None
                 fix=f"export the model at opset {IMPORT_OPSET} or newer",
             ) from None
     shapes = concrete_input_shapes(model, input_shapes)
-    fix_input_shapes(model, shapes, path)
+    fix_input_shapes(model, shapes, path, allow_empty=True)  # a decoder's prompt: a past of 0
     try:
         model = onnx.shape_inference.infer_shapes(model, data_prop=True)
     except ValueError:  # over the protobuf limit: infer on the file, as iree-import-onnx does

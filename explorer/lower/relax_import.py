@@ -32,6 +32,7 @@ from explorer.lower.relax_adapter import relax_graph
 from explorer.lower.relax_frontend import import_relax
 from explorer.onnx_adapter.adapter import has_onnx_model, onnx_model
 from explorer.onnx_adapter.model_files import worker_source
+from explorer.passes.contrib_quantized import PRIMITIVE
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -46,6 +47,7 @@ __all__ = [
     "rewrite_fix",
     "FIX",
     "REWRITE_FIXES",
+    "REWRITE_PARAMETERS",
 ]
 
 FIX = "fix the input shapes and run onnxsim first"
@@ -57,6 +59,13 @@ REWRITE_FIXES: dict[str, str] = {
     "explorer:unroll_loops": "unroll the loops with a constant trip count",
 }
 """The passes that remove operators the importer lacks, in the order the fix runs them, and what each does."""
+
+REWRITE_PARAMETERS: dict[str, dict[str, Any]] = {
+    "explorer:decompose_contrib": {"quantized": PRIMITIVE},
+}
+"""Parameters of a fix's rewrite: the form the compilers import. TVM 0.27 and IREE 3.13 take no uint4
+initializer or blocked DequantizeLinear, so quantised weights are written as bytes + Cast/Sub/Mul
+(:data:`explorer.passes.contrib_quantized.PRIMITIVE`)."""
 
 
 @dataclass(frozen=True)
@@ -302,7 +311,7 @@ def rewrite_fix(graph: ModelGraph, failures: Sequence[ImportFailure]) -> tuple[s
     >>> rewrite_fix(graph, [ImportFailure("", "Celu", "")]) is None
     True
     """
-    from explorer.passes.contrib_decompositions import CONTRIB_DOMAIN, DECOMPOSABLE
+    from explorer.passes.contrib_decompositions import is_decomposable
 
     model = graph.model
     nodes = {node.name: node for node in model.graph.node} if model is not None else {}
@@ -313,14 +322,14 @@ def rewrite_fix(graph: ModelGraph, failures: Sequence[ImportFailure]) -> tuple[s
         domain = node.domain if node is not None else ""
         if domain in local:
             needed.setdefault("onnxscript:inline", set())
-        elif domain == CONTRIB_DOMAIN and failure.op_type in DECOMPOSABLE:
+        elif is_decomposable(domain, failure.op_type):
             needed.setdefault("explorer:decompose_contrib", set()).add(failure.op_type)
         elif failure.op_type == "Loop" and domain in ("", "ai.onnx"):
             needed.setdefault("explorer:unroll_loops", set())
         else:
             return None
     pipeline = tuple(
-        (name, {"ops": sorted(needed[name])}) if needed[name] else name
+        (name, {"ops": sorted(needed[name]), **REWRITE_PARAMETERS.get(name, {})}) if needed[name] else name
         for name in REWRITE_FIXES
         if name in needed
     )

@@ -35,7 +35,11 @@ __all__ = ["check_input_shapes", "fix_input_shapes"]
 
 
 def check_input_shapes(
-    model: ModelProto, input_shapes: Mapping[str, Sequence[int]], label: str = "<model>"
+    model: ModelProto,
+    input_shapes: Mapping[str, Sequence[int]],
+    label: str = "<model>",
+    *,
+    allow_empty: bool = False,
 ) -> None:
     """Check ``input_shapes`` against ``model``'s inputs without changing anything.
 
@@ -43,7 +47,8 @@ def check_input_shapes(
     integers, keep its fixed dimensions (dynamic ones, named, unnamed or paddle2onnx's
     ``-1``, take any size), and the input alone must fit in the memory a worker may use
     (:func:`explorer.isolation.worker.default_memory_mb`): a shape of terabytes is refused before
-    anything allocates it. Messages list the model's inputs with their shapes.
+    anything allocates it. Messages list the model's inputs with their shapes. With
+    ``allow_empty``, a dynamic dimension may be 0 (a decoder's first call: a past of 0 tokens).
 
     Parameters
     ----------
@@ -53,6 +58,8 @@ def check_input_shapes(
         Input name -> full shape.
     label : str
         Name of the model in error messages.
+    allow_empty : bool
+        Take 0 for a dynamic dimension (the runtimes' own calls; ``--input-shape`` never does).
 
     Raises
     ------
@@ -87,7 +94,7 @@ def check_input_shapes(
         tensor_type = by_name[name].type.tensor_type
         dims = tensor_type.shape.dim
         shape = [int(d) for d in shape]
-        if any(d <= 0 for d in shape):
+        if any(d < 0 or (d == 0 and not allow_empty) for d in shape):
             raise ModelLoadError(
                 f"input_shapes for {name!r} must be positive integers, got {shape}; {inputs}", path=label
             )
@@ -129,7 +136,11 @@ def _check_input_size(name: str, shape: Sequence[int], elem_type: int, label: st
 
 
 def fix_input_shapes(
-    model: ModelProto, input_shapes: Mapping[str, Sequence[int]], label: str = "<model>"
+    model: ModelProto,
+    input_shapes: Mapping[str, Sequence[int]],
+    label: str = "<model>",
+    *,
+    allow_empty: bool = False,
 ) -> None:
     """Set the dimensions of graph inputs in place (on a private copy of a model).
 
@@ -138,9 +149,12 @@ def fix_input_shapes(
     model : onnx.ModelProto
         The model to change (never the caller's original: :func:`explorer.load` copies first).
     input_shapes : mapping
-        Input name -> full shape of positive ints.
+        Input name -> full shape of positive ints (0 too where ``allow_empty``: an empty
+        dynamic dimension, as a decoder's past at its first call).
     label : str
         Name of the model in error messages.
+    allow_empty : bool
+        As :func:`check_input_shapes`.
 
     Raises
     ------
@@ -155,7 +169,7 @@ def fix_input_shapes(
     >>> [d.dim_value for d in m.graph.input[0].type.tensor_type.shape.dim]
     [4, 1, 28, 28]
     """
-    check_input_shapes(model, input_shapes, label)
+    check_input_shapes(model, input_shapes, label, allow_empty=allow_empty)
     by_name = {v.name: v for v in model.graph.input}
     for name, shape in input_shapes.items():
         tensor_type = by_name[name].type.tensor_type

@@ -19,87 +19,48 @@ Examples
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Sequence
 
 import numpy as np
 import onnx
-from onnx import ModelProto, NodeProto, helper, numpy_helper
+from onnx import ModelProto, NodeProto, helper
 
 from explorer.core.unique_names import UniqueNames
 from explorer.onnx_adapter.files import save_model
 from explorer.onnx_adapter.protos import declared_types
+from explorer.passes import contrib_attention, contrib_norms, contrib_quantized
+from explorer.passes.contrib_writer import Keep, Rule, Writer, node_attrs
 
-__all__ = ["decompose_contrib", "decompose_contrib_step", "DECOMPOSABLE", "CONTRIB_DOMAIN"]
+__all__ = [
+    "decompose_contrib",
+    "decompose_contrib_step",
+    "is_decomposable",
+    "DECOMPOSABLE",
+    "ONNX_DOMAIN_OPS",
+    "CONTRIB_DOMAIN",
+]
 
 CONTRIB_DOMAIN = "com.microsoft"
 """The domain of ONNX Runtime's contrib ops."""
 
 
-class _Keep(Exception):
-    """A node cannot be decomposed exactly; the message says why."""
-
-
-@dataclass
-class _Writer:
-    """Emits the standard nodes replacing one contrib node, with fresh names in its scope."""
-
-    node: NodeProto
-    fresh: UniqueNames
-    types: dict[str, tuple[int | None, int]]
-    opset: int
-    nodes: list[NodeProto] = field(default_factory=list)
-
-    def op(self, op_type: str, inputs: Sequence[str], output: str | None = None, **attrs: object) -> str:
-        """Add a node; its output is ``output`` (an original output name) or a fresh name."""
-        scope = self.node.name.rsplit("/", 1)[0] if "/" in self.node.name else self.node.name
-        name = self.fresh(f"{scope}/{op_type}")
-        out = output if output is not None else self.fresh(f"{name}_output_0")
-        self.nodes.append(helper.make_node(op_type, list(inputs), [out], name=name, **attrs))
-        return out
-
-    def rank(self, name: str) -> int:
-        """The rank of a value, or :class:`_Keep` when it is not known."""
-        rank = self.types.get(name, (None, 0))[0]
-        if rank is None:
-            raise _Keep(f"the rank of {name!r} is not known (run shape inference or fix the input shapes)")
-        return rank
-
-    def scalar(self, value: float, like: str) -> str:
-        """A scalar constant of ``like``'s element type (all inputs of these ops share one)."""
-        known = (self.types.get(v, (None, 0))[1] for v in (like, *self.node.input))
-        elem_type = next((t for t in known if t), 0)
-        if not elem_type:
-            raise _Keep(f"the element type of {like!r} is not known")
-        array = np.array(value, dtype=helper.tensor_dtype_to_np_dtype(elem_type))
-        return self.op("Constant", [], value=numpy_helper.from_array(array))
-
-    def ints(self, values: Sequence[int]) -> str:
-        """A 1-D int64 constant (shapes, axes, clip bounds as inputs)."""
-        return self.op("Constant", [], value=numpy_helper.from_array(np.array(values, np.int64)))
-
-
-def _attrs(node: NodeProto) -> dict[str, object]:
-    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
-
-
-def _gelu(w: _Writer, x: str, output: str) -> None:
+def _gelu(w: Writer, x: str, output: str) -> None:
     """``0.5 * x * (1 + erf(x / sqrt(2)))``."""
     erf = w.op("Erf", [w.op("Div", [x, w.scalar(math.sqrt(2.0), x)])])
     w.op("Mul", [w.op("Mul", [x, w.op("Add", [erf, w.scalar(1.0, x)])]), w.scalar(0.5, x)], output)
 
 
-def _fused_matmul(w: _Writer) -> None:
+def _fused_matmul(w: Writer) -> None:
     a, b = w.node.input[0], w.node.input[1]
-    attrs = _attrs(w.node)
+    attrs = node_attrs(w.node)
     if attrs.get("transBatchA") or attrs.get("transBatchB"):
-        raise _Keep("transBatchA/transBatchB move batch dimensions, which has no one-op standard form")
+        raise Keep("transBatchA/transBatchB move batch dimensions, which has no one-op standard form")
     operands = []
     for value, flag in ((a, "transA"), (b, "transB")):
         if attrs.get(flag):
             rank = w.rank(value)
             if rank < 2:
-                raise _Keep(f"{flag} on a rank-{rank} operand")
+                raise Keep(f"{flag} on a rank-{rank} operand")
             value = w.op("Transpose", [value], perm=[*range(rank - 2), rank - 1, rank - 2])
         operands.append(value)
     alpha = float(attrs.get("alpha", 1.0))
@@ -109,7 +70,7 @@ def _fused_matmul(w: _Writer) -> None:
         w.op("Mul", [w.op("MatMul", operands), w.scalar(alpha, a)], w.node.output[0])
 
 
-def _activation(w: _Writer, name: str, x: str, out: str, params: Sequence[float]) -> None:
+def _activation(w: Writer, name: str, x: str, out: str, params: Sequence[float]) -> None:
     """FusedConv's ``activation`` with its ``activation_params``, as the standard op of that name."""
     if name == "LeakyRelu":
         w.op(name, [x], out, alpha=float(params[0]) if params else 0.01)
@@ -125,15 +86,15 @@ _ACTIVATIONS = {"Relu": 0, "Tanh": 0, "Sigmoid": 0, "LeakyRelu": 0, "HardSigmoid
 """FusedConv activations written here, and how many ``activation_params`` each needs."""
 
 
-def _fused_conv(w: _Writer) -> None:
-    attrs = _attrs(w.node)
+def _fused_conv(w: Writer) -> None:
+    attrs = node_attrs(w.node)
     activation = attrs.pop("activation", b"")
     activation = activation.decode() if isinstance(activation, bytes) else str(activation)
     params = [float(v) for v in attrs.pop("activation_params", [])]
     if activation and activation not in _ACTIVATIONS:
-        raise _Keep(f"activation {activation!r} has no decomposition here")
+        raise Keep(f"activation {activation!r} has no decomposition here")
     if activation and len(params) < _ACTIVATIONS[activation]:
-        raise _Keep(f"activation {activation} needs {_ACTIVATIONS[activation]} activation_params")
+        raise Keep(f"activation {activation} needs {_ACTIVATIONS[activation]} activation_params")
     inputs = list(w.node.input)
     conv_inputs = inputs[:3] if len(inputs) >= 3 and inputs[2] else inputs[:2]
     z = inputs[3] if len(inputs) > 3 else ""
@@ -144,21 +105,21 @@ def _fused_conv(w: _Writer) -> None:
         _activation(w, activation, y, w.node.output[0], params)
 
 
-def _quick_gelu(w: _Writer) -> None:
+def _quick_gelu(w: Writer) -> None:
     x = w.node.input[0]
-    alpha = float(_attrs(w.node).get("alpha", 1.702))
+    alpha = float(node_attrs(w.node).get("alpha", 1.702))
     w.op("Mul", [x, w.op("Sigmoid", [w.op("Mul", [x, w.scalar(alpha, x)])])], w.node.output[0])
 
 
-def _com_gelu(w: _Writer) -> None:
+def _com_gelu(w: Writer) -> None:
     _gelu(w, w.node.input[0], w.node.output[0])
 
 
-def _bias_gelu(w: _Writer) -> None:
+def _bias_gelu(w: Writer) -> None:
     _gelu(w, w.op("Add", list(w.node.input[:2])), w.node.output[0])
 
 
-def _fast_gelu(w: _Writer) -> None:
+def _fast_gelu(w: Writer) -> None:
     """``0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))`` with ``x = input + bias``."""
     x = w.node.input[0]
     if len(w.node.input) > 1 and w.node.input[1]:
@@ -170,15 +131,15 @@ def _fast_gelu(w: _Writer) -> None:
     w.op("Mul", [half, w.op("Add", [tanh, w.scalar(1.0, x)])], w.node.output[0])
 
 
-def _bias_add(w: _Writer) -> None:
+def _bias_add(w: Writer) -> None:
     x, bias, skip = w.node.input[:3]
     w.op("Add", [w.op("Add", [x, bias]), skip], w.node.output[0])
 
 
-def _skip_layer_norm(w: _Writer) -> None:
+def _skip_layer_norm(w: Writer) -> None:
     """``LayerNormalization(input + skip [+ bias], gamma, beta)`` on the last axis (opset 17's op)."""
     if w.opset < 17:
-        raise _Keep(f"standard LayerNormalization needs opset 17 (the model has {w.opset})")
+        raise Keep(f"standard LayerNormalization needs opset 17 (the model has {w.opset})")
     inputs = list(w.node.input) + [""] * 5
     x, skip, gamma, beta, bias = inputs[:5]
     outputs = list(w.node.output) + [""] * 4
@@ -186,7 +147,7 @@ def _skip_layer_norm(w: _Writer) -> None:
     summed = w.op("Add", [x, skip], None if bias else total)
     if bias:
         summed = w.op("Add", [summed, bias], total)
-    epsilon = float(_attrs(w.node).get("epsilon", 1e-5))
+    epsilon = float(node_attrs(w.node).get("epsilon", 1e-5))
     scope = w.node.name.rsplit("/", 1)[0] if "/" in w.node.name else w.node.name
     norm_outputs = [outputs[0], outputs[1], outputs[2]]
     while norm_outputs and not norm_outputs[-1]:
@@ -202,7 +163,7 @@ def _skip_layer_norm(w: _Writer) -> None:
     w.nodes.append(norm)
 
 
-DECOMPOSABLE: dict[str, Callable[[_Writer], None]] = {
+_OWN: dict[str, Rule] = {
     "FusedMatMul": _fused_matmul,
     "FusedConv": _fused_conv,
     "QuickGelu": _quick_gelu,
@@ -212,52 +173,149 @@ DECOMPOSABLE: dict[str, Callable[[_Writer], None]] = {
     "BiasAdd": _bias_add,
     "SkipLayerNormalization": _skip_layer_norm,
 }
-"""The ``com.microsoft`` ops this module writes in standard ONNX, and how."""
+
+DECOMPOSABLE: dict[str, Rule] = {
+    **_OWN,
+    **contrib_quantized.RULES,
+    **contrib_norms.RULES,
+    **contrib_attention.RULES,
+}
+"""The ``com.microsoft`` ops this module writes in standard ONNX, and how (the decoder-LLM ops'
+rules live in :mod:`~explorer.passes.contrib_quantized`, :mod:`~explorer.passes.contrib_norms`
+and :mod:`~explorer.passes.contrib_attention`)."""
+
+ONNX_DOMAIN_OPS = contrib_norms.ONNX_DOMAIN_OPS
+"""Ops of :data:`DECOMPOSABLE` that ONNX Runtime registers in the default domain (no standard
+ONNX op has their name): ``SimplifiedLayerNormalization``."""
 
 
-def _types(model: ModelProto) -> dict[str, tuple[int | None, int]]:
-    """Value name -> (rank or None, element type) after ONNX shape inference (or as declared)."""
+def is_decomposable(domain: str, op_type: str) -> bool:
+    """Whether a node of ``domain`` and ``op_type`` has a rule here (ONNX Runtime's ops only).
+
+    Examples
+    --------
+    >>> is_decomposable("com.microsoft", "MatMulNBits"), is_decomposable("", "SimplifiedLayerNormalization")
+    (True, True)
+    >>> is_decomposable("", "MatMul")
+    False
+    """
+    if domain == CONTRIB_DOMAIN:
+        return op_type in DECOMPOSABLE
+    return domain in ("", "ai.onnx") and op_type in ONNX_DOMAIN_OPS
+
+
+def _types(model: ModelProto) -> dict[str, tuple[tuple | None, int]]:
+    """Value name -> (shape or None, element type) after ONNX shape inference (or as declared)."""
     try:
         inferred = onnx.shape_inference.infer_shapes(model)
     except Exception:  # a model shape inference rejects: what it declares is all we know
         inferred = model
-    return {
-        name: (len(shape) if shape is not None else None, elem_type)
-        for name, (shape, elem_type) in declared_types(inferred.graph).items()
-    }
+    return declared_types(inferred.graph)
 
 
 def _one_round(
-    model: ModelProto, ops: Collection[str], opset: int
+    model: ModelProto, ops: Collection[str], opset: int, options: dict[str, object]
 ) -> tuple[list[NodeProto], list[str], list[str]]:
-    """Decompose what can be in one pass over the nodes: (new nodes, log lines, reasons kept)."""
-    types = _types(model)
+    """Decompose what can be in one pass over the nodes: (new nodes, log lines, reasons kept).
+
+    New initializers are added to ``model``'s graph."""
+    declared = _types(model)
+    types = {name: (len(s) if s is not None else None, t) for name, (s, t) in declared.items()}
+    shapes = {name: s for name, (s, _) in declared.items() if s is not None}
+    weights = {t.name: t for t in model.graph.initializer}
+    weights.update(_folded_reshapes(model, weights))
     taken = {v for n in model.graph.node for v in (*n.input, *n.output, n.name)}
-    fresh = UniqueNames(taken | set(types))
+    fresh = UniqueNames(taken | set(types) | set(weights))
     new_nodes: list[NodeProto] = []
     log: list[str] = []
     kept: list[str] = []
     for node in model.graph.node:
-        if node.domain != CONTRIB_DOMAIN or node.op_type not in ops or node.op_type not in DECOMPOSABLE:
+        if node.op_type not in ops or not is_decomposable(node.domain, node.op_type):
             new_nodes.append(node)
             continue
-        writer = _Writer(node, fresh, types, opset)
+        writer = Writer(node, fresh, types, opset, shapes=shapes, weights=weights, options=options)
         try:
             DECOMPOSABLE[node.op_type](writer)
-        except _Keep as why:
+        except Keep as why:
             kept.append(f"{node.name or node.op_type} ({node.op_type}): kept: {why}")
             new_nodes.append(node)
             continue
         first = types.get(node.input[0], (None, 0))
         for out in node.output:  # elementwise and matmul-like: the first input's element type
-            types.setdefault(out, (None, first[1]))
+            types.setdefault(out, (None, writer.out_types.get(out, first[1])))
         standard = [n for n in writer.nodes if n.op_type != "Constant"]
-        log.append(f"{node.name or node.op_type} ({node.op_type}): {len(standard)} standard nodes")
+        note = f" ({writer.note})" if writer.note else ""
+        log.append(f"{node.name or node.op_type} ({node.op_type}): {len(standard)} standard nodes{note}")
         new_nodes.extend(writer.nodes)
+        model.graph.initializer.extend(writer.initializers)
     return new_nodes, log, kept
 
 
-def decompose_contrib(model: ModelProto, ops: Collection[str] | None = None) -> tuple[ModelProto, list[str]]:
+def _folded_reshapes(model: ModelProto, weights: dict[str, onnx.TensorProto]) -> dict[str, onnx.TensorProto]:
+    """The outputs of ``Reshape`` nodes of an initializer to a constant shape, as tensors: a rule
+    reads them as weights (onnxruntime-genai's tied embedding gathers ``Reshape(lm_head's weight)``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from onnx import numpy_helper
+    >>> w = {"q": numpy_helper.from_array(np.zeros((2, 3, 4), np.uint8), "q")}
+    >>> shape = helper.make_node("Constant", [], ["s"], value=numpy_helper.from_array(np.array([2, -1])))
+    >>> g = helper.make_graph([shape, helper.make_node("Reshape", ["q", "s"], ["r"])], "g", [], [])
+    >>> list(_folded_reshapes(helper.make_model(g), w)["r"].dims)
+    [2, 12]
+    """
+    from onnx import numpy_helper
+
+    constants = dict(weights)
+    folded: dict[str, onnx.TensorProto] = {}
+    for node in model.graph.node:
+        if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
+            value = next((a.t for a in node.attribute if a.name == "value"), None)
+            if value is not None and node.output:
+                constants[node.output[0]] = value
+        elif node.op_type == "Reshape" and node.domain in ("", "ai.onnx") and len(node.input) == 2:
+            data, shape = (constants.get(v) for v in node.input)
+            if data is None or shape is None or data.data_type not in _BYTE_TYPES:
+                continue
+            array, dims = numpy_helper.to_array(data), numpy_helper.to_array(shape).astype(np.int64)
+            allowzero = int(node_attrs(node).get("allowzero", 0))
+            dims = [array.shape[i] if d == 0 and not allowzero else int(d) for i, d in enumerate(dims)]
+            try:
+                tensor = numpy_helper.from_array(array.reshape(dims), node.output[0])
+            except ValueError:
+                continue
+            constants[node.output[0]] = folded[node.output[0]] = tensor
+    return folded
+
+
+_BYTE_TYPES = frozenset({onnx.TensorProto.UINT8, onnx.TensorProto.INT8})
+"""Element types whose Reshape :func:`_folded_reshapes` folds (packed quantised weights)."""
+
+
+def _drop_dead_producers(model: ModelProto, candidates: set[str]) -> None:
+    """Remove nodes whose every output is among ``candidates`` (inputs of rewritten nodes) and read
+    by no node now, nor a graph output, and then their own producers so left unread: the Reshape of
+    a weight a rule read folded, the attention's ``seqlens_k`` from the mask (graph inputs stay)."""
+    while True:
+        used = {v for n in model.graph.node for v in n.input} | {o.name for o in model.graph.output}
+        used |= _subgraph_inputs(model.graph)
+        dead = [n for n in model.graph.node if n.output and all(o in candidates - used for o in n.output)]
+        if not dead:
+            return
+        inputs = {i.name for i in model.graph.input}  # the model's interface stays as it is
+        for node in dead:
+            candidates.update(v for v in node.input if v not in inputs)
+            model.graph.node.remove(node)
+
+
+def decompose_contrib(
+    model: ModelProto,
+    ops: Collection[str] | None = None,
+    *,
+    rms_norm: bool = False,
+    quantized: str = contrib_quantized.DEQUANTIZE_LINEAR,
+) -> tuple[ModelProto, list[str]]:
     """Write ``com.microsoft`` contrib ops in standard ONNX (a new model; ``model`` is kept).
 
     Parameters
@@ -266,6 +324,15 @@ def decompose_contrib(model: ModelProto, ops: Collection[str] | None = None) -> 
         The model.
     ops : collection of str, optional
         Only these op types (default: every op in :data:`DECOMPOSABLE`).
+    rms_norm : bool
+        Write ``SimplifiedLayerNormalization`` as ONNX's ``RMSNormalization`` (opset 23, when the
+        model's opset is 23 or more) rather than Pow/ReduceMean/Add/Sqrt/Div/Mul, the default
+        because IREE 3.13's importer has no ``RMSNormalization``.
+    quantized : str
+        How ``MatMulNBits`` and ``GatherBlockQuantized`` write their weights
+        (:mod:`~explorer.passes.contrib_quantized`): ``"dequantize_linear"`` (uint4 + blocked
+        ``DequantizeLinear``, opset 21: ONNX Runtime and NPU toolchains) or ``"primitive"`` (bytes +
+        Cast/Sub/Mul/Reshape: what TVM and IREE import; the compilers' fix writes it).
 
     Returns
     -------
@@ -283,20 +350,49 @@ def decompose_contrib(model: ModelProto, ops: Collection[str] | None = None) -> 
     out = ModelProto()
     out.CopyFrom(model)
     opset = next((o.version for o in out.opset_import if o.domain in ("", "ai.onnx")), 1)
+    consumed = {v for n in out.graph.node if is_decomposable(n.domain, n.op_type) for v in n.input}
     log: list[str] = []
     kept: list[str] = []
     for _ in range(8):  # a value's rank may be known only once the contrib node before it is standard
-        nodes, done, kept = _one_round(out, wanted, opset)
+        nodes, done, kept = _one_round(out, wanted, opset, {"rms_norm": rms_norm, "quantized": quantized})
         del out.graph.node[:]
         out.graph.node.extend(nodes)
         log.extend(done)
         if not done or not kept:
             break
+    _drop_dead_producers(out, consumed)
+    _drop_unused_weights(out, consumed)
     others = sorted({n.op_type for n in out.graph.node if n.domain == CONTRIB_DOMAIN} - set(DECOMPOSABLE))
     if not any(n.domain == CONTRIB_DOMAIN for n in out.graph.node):
         _drop_opset(out, CONTRIB_DOMAIN)
     extra = [f"no standard form here for {', '.join(others)}"] if others else []
     return out, [*log, *kept, *extra] or ["no com.microsoft op to decompose"]
+
+
+def _drop_unused_weights(model: ModelProto, candidates: set[str]) -> None:
+    """Remove the initializers among ``candidates`` (inputs of rewritten nodes) no node reads now
+    (a packed weight replaced by its unpacked form)."""
+    used = {v for n in model.graph.node for v in n.input} | {o.name for o in model.graph.output}
+    used |= _subgraph_inputs(model.graph)
+    dead = candidates - used
+    if not dead:
+        return
+    keep = [t for t in model.graph.initializer if t.name not in dead]
+    del model.graph.initializer[:]
+    model.graph.initializer.extend(keep)
+    inputs = [i for i in model.graph.input if i.name not in dead]
+    del model.graph.input[:]
+    model.graph.input.extend(inputs)
+
+
+def _subgraph_inputs(graph: onnx.GraphProto) -> set[str]:
+    """Names read inside the subgraphs of ``graph``'s nodes (outer-scope references)."""
+    names: set[str] = set()
+    for node in graph.node:
+        for attr in node.attribute:
+            for sub in [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs):
+                names |= {v for n in sub.node for v in n.input} | _subgraph_inputs(sub)
+    return names
 
 
 def _drop_opset(model: ModelProto, domain: str) -> None:
@@ -306,7 +402,14 @@ def _drop_opset(model: ModelProto, domain: str) -> None:
             return
 
 
-def decompose_contrib_step(path: str, ops: Sequence[str] | None = None, *, out_path: str) -> list[str]:
+def decompose_contrib_step(
+    path: str,
+    ops: Sequence[str] | None = None,
+    rms_norm: bool = False,
+    quantized: str = contrib_quantized.DEQUANTIZE_LINEAR,
+    *,
+    out_path: str,
+) -> list[str]:
     """The worker step of ``explorer:decompose_contrib``: :func:`decompose_contrib`, file to file.
 
     Examples
@@ -319,6 +422,6 @@ def decompose_contrib_step(path: str, ops: Sequence[str] | None = None, *, out_p
     >>> len(log)
     3
     """
-    model, log = decompose_contrib(onnx.load(path), ops)
+    model, log = decompose_contrib(onnx.load(path), ops, rms_norm=rms_norm, quantized=quantized)
     save_model(model, out_path)
     return log

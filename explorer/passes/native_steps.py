@@ -356,22 +356,31 @@ def _trusted_input(path: str, folder: str) -> tuple[str, list[str]]:
 def _empty_input_shapes_folded(
     path: str, shapes: Mapping[str, Sequence[int]], folder: str
 ) -> tuple[str, list[str]]:
-    """``path``, or a copy in ``folder`` whose ``Shape`` of each input fixed to an empty size is a constant.
+    """``path``, or a copy in ``folder`` whose inputs fixed to an empty size declare it, and whose
+    ``Shape`` of each is a constant.
 
     onnxsim folds nothing that reads an empty tensor: a decoder's first call (a past of 0
     tokens) kept its ``Shape`` -> ``Range`` chains, and compilers that need static shapes refused
-    them. The shape of an input with fixed dims is known, empty or not, so the copy says it.
+    them. Nor does it write a 0 it is given as an input's dim (the input keeps its symbolic dim,
+    so every shape computed from the cache stays unknown). The shape of an input with fixed dims is
+    known, empty or not, so the copy says it.
     """
-    empty = {name: list(shape) for name, shape in shapes.items() if 0 in shape}
     structure = onnx.load(path, load_external_data=False)
+    declared = {v.name for v in structure.graph.input}
+    empty = {name: list(shape) for name, shape in shapes.items() if 0 in shape and name in declared}
+    if not empty:
+        return path, []
     folds = [
         n
         for n in structure.graph.node
         if n.op_type == "Shape" and n.domain in ("", "ai.onnx") and n.input and n.input[0] in empty
     ]
-    if not folds:
-        return path, []
     model = onnx.load(path)
+    for value in model.graph.input:
+        if value.name in empty:
+            del value.type.tensor_type.shape.dim[:]
+            for size in empty[value.name]:
+                value.type.tensor_type.shape.dim.add().dim_value = int(size)
     for node in model.graph.node:
         if (
             node.op_type == "Shape"
@@ -387,7 +396,10 @@ def _empty_input_shapes_folded(
             node.CopyFrom(folded)
     target = os.path.join(folder, "empty-shapes-folded.onnx")
     save_model(model, target)
-    return target, [f"{len(folds)} Shape of an input with an empty dim written as a constant for onnxsim"]
+    notes = [f"{len(empty)} input(s) with an empty dim declared at their fixed shapes for onnxsim"]
+    if folds:
+        notes.append(f"{len(folds)} Shape of an input with an empty dim written as a constant for onnxsim")
+    return target, notes
 
 
 def ort_optimize_step(path: str, level: str, *, out_path: str) -> list[str]:

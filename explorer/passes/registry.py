@@ -7,8 +7,8 @@ Names:
 - ``onnxsim`` and its sub-stages ``onnxsim:constant_folding`` and ``onnxsim:shape_ops``;
 - ``ort:basic``, ``ort:extended``, ``ort:layout`` (where ONNX Runtime has it), ``ort:all``;
 - ``version_converter`` (parameter ``opset``; ``opset:13`` is a shorthand);
-- ``explorer:decompose_contrib`` (parameter ``ops``) and ``explorer:unroll_loops`` (parameter
-  ``max_trips``), rewrites of our own into standard ONNX;
+- ``explorer:decompose_contrib`` (parameters ``ops``, ``rms_norm``, ``quantized``) and
+  ``explorer:unroll_loops`` (parameter ``max_trips``), rewrites of our own into standard ONNX;
 - ``onnxscript:optimize`` and its parts (``onnxscript:constant_folding``, ``onnxscript:remove_unused``,
   ``onnxscript:inline``, ``onnxscript:rewrite``), ``onnxscript:ort_fusions`` (``optimize_for_ort``) and
   one pass per ONNX Runtime fusion rule set, named after its function (``onnxscript:fuse_sdpa``, ...);
@@ -43,6 +43,7 @@ from explorer.isolation import worker
 from explorer.onnx_adapter import model_files
 from explorer.passes import (
     contrib_decompositions,
+    contrib_quantized,
     descriptions,
     loop_unrolling,
     native_steps,
@@ -212,7 +213,11 @@ def _opset_args(params: Mapping[str, Any]) -> tuple:
 
 
 def _contrib_args(params: Mapping[str, Any]) -> tuple:
-    return (sorted(params["ops"]) if params.get("ops") else None,)
+    return (
+        sorted(params["ops"]) if params.get("ops") else None,
+        bool(params.get("rms_norm", False)),
+        str(params.get("quantized") or contrib_quantized.DEQUANTIZE_LINEAR),
+    )
 
 
 def _unroll_args(params: Mapping[str, Any]) -> tuple:
@@ -281,7 +286,8 @@ def _registry() -> dict[str, FunctionPass]:
         parameters={"opset": onnx.defs.onnx_opset_version()})  # fmt: skip
     add("explorer:decompose_contrib", "explorer", "rewrite", text.EXPLORER["explorer:decompose_contrib"],
         contrib_decompositions.decompose_contrib_step, args=_contrib_args,
-        parameters={"ops": None})  # fmt: skip
+        parameters={"ops": None, "rms_norm": False,
+                    "quantized": contrib_quantized.DEQUANTIZE_LINEAR})  # fmt: skip
     add("explorer:unroll_loops", "explorer", "rewrite", text.EXPLORER["explorer:unroll_loops"],
         loop_unrolling.unroll_loops_step, args=_unroll_args,
         parameters={"max_trips": loop_unrolling.MAX_TRIPS})  # fmt: skip

@@ -21,6 +21,7 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -35,7 +36,14 @@ from explorer.onnx_adapter.inputs import concrete_input_shapes, random_feeds
 from explorer.onnx_adapter.model_files import worker_source
 from explorer.runtimes.base import PreparedSession, Runtime
 from explorer.runtimes.compare import agreement, max_abs_diff
-from explorer.runtimes.generation import CONTEXT, DECODE_STEPS, PROMPT_TOKENS, LlmTiming, generation_benchmark
+from explorer.runtimes.generation import (
+    CONTEXT,
+    DECODE_STEPS,
+    PROMPT_TOKENS,
+    GenerationRun,
+    LlmTiming,
+    generation_benchmark,
+)
 from explorer.runtimes.ort import run_onnxruntime
 from explorer.runtimes.ort_runtime import OrtRuntime
 from explorer.runtimes.tvm_runtime import TvmRuntime
@@ -509,13 +517,14 @@ def _generation_report(
     reference: list[np.ndarray] | None = None
     shapes: Mapping[str, Sequence[int]] = {}
     prefill_shapes: Mapping[str, Sequence[int]] = {}
-    for runtime in (r for r in chosen if r.available()):
+    available = [r for r in chosen if r.available()]
 
+    def generate(runtime: Runtime, run_graph: ModelGraph) -> GenerationRun:
         def forward(event: ProgressEvent, label: str = runtime.label) -> None:
             if progress is not None:
                 progress(label, event)
 
-        run = generation_benchmark(
+        return generation_benchmark(
             graph,
             runtime,
             prompt_tokens=prompt_tokens,
@@ -525,7 +534,23 @@ def _generation_report(
             progress=forward,
             fix=fixes[0],
             simplify=fixes[1],
+            run_graph=run_graph,
         )
+
+    from explorer.lower.import_fix import rewrites_applied, rewritten
+
+    runs = [generate(runtime, graph) for runtime in available]
+    applied = [words for run in runs for words in run.info.get("fixes") or ()]
+    wanted = rewrites_applied(applied)
+    if wanted:  # a compiler ran the model rewritten (--fix): every runtime runs that graph
+        run_graph = rewritten(graph, applied)
+        for i, (runtime, run) in enumerate(zip(available, runs, strict=True)):
+            if rewrites_applied(run.info.get("fixes") or ()) != wanted:
+                again = generate(runtime, run_graph)
+                words = [w for w in applied if rewrites_applied([w])]
+                fixes_run = list(dict.fromkeys([*words, *(again.info.get("fixes") or ())]))
+                runs[i] = dataclasses.replace(again, info={**again.info, "fixes": fixes_run})
+    for runtime, run in zip(available, runs, strict=True):
         shapes, prefill_shapes = run.decode_shapes, run.prefill_shapes
         outputs = list(run.logits)
         if reference is None:

@@ -377,6 +377,7 @@ def generation_benchmark(
     progress: Any = None,
     fix: bool = False,
     simplify: bool = False,
+    run_graph: ModelGraph | None = None,
 ) -> GenerationRun:
     """Prepare ``runtime`` for the prompt and for a decode step, run the loop, and measure.
 
@@ -395,6 +396,10 @@ def generation_benchmark(
         As ``bench --fix`` and ``--simplify`` (:func:`explorer.lower.import_fix.lower_with_fixes`),
         for each call's shapes apart: a compiler that needs fixed shapes gets the prompt's graph
         and the decode step's, each simplified at its own shapes (``info["fixes"]`` says which).
+    run_graph : ModelGraph, optional
+        The graph the runtime runs, when not ``graph`` itself: ``graph`` with the rewrites a
+        compiler's fix made (:func:`explorer.lower.import_fix.rewritten`), so that every runtime runs
+        what the compilers ran; the plan and the inputs still come from ``graph``.
 
     Returns
     -------
@@ -425,6 +430,7 @@ def generation_benchmark(
         else:
             result = _session_loop(
                 graph,
+                run_graph if run_graph is not None else graph,
                 runtime,
                 spec,
                 (prefill_shapes, decode_shapes),
@@ -497,6 +503,7 @@ def _prepared(
 
 def _session_loop(
     graph: ModelGraph,
+    run_graph: ModelGraph,
     runtime: Runtime,
     spec: DecoderSpec,
     shapes: tuple[Mapping[str, Sequence[int]], Mapping[str, Sequence[int]]],
@@ -507,10 +514,11 @@ def _session_loop(
     progress: Any,
     fixes: tuple[bool, bool],
 ) -> dict[str, Any]:
-    """The loop on two sessions of ``runtime`` (the prompt's shapes, a decode step's), in the worker."""
+    """The loop on two sessions of ``runtime`` (the prompt's shapes, a decode step's) of ``run_graph``
+    (``graph``, or it rewritten), in the worker."""
     applied_fixes: list[str] = []
-    prefill = _prepared(graph, runtime, shapes[0], fixes, progress, applied_fixes)
-    decode = _prepared(graph, runtime, shapes[1], fixes, progress, applied_fixes)
+    prefill = _prepared(run_graph, runtime, shapes[0], fixes, progress, applied_fixes)
+    decode = _prepared(run_graph, runtime, shapes[1], fixes, progress, applied_fixes)
     grow = grows_cache(runtime)
 
     def loop() -> dict[str, Any]:
