@@ -35,8 +35,16 @@ if TYPE_CHECKING:
 
     from explorer.core.graph import ModelGraph
     from explorer.core.timeline import Timeline
+    from explorer.passes.base import Pass
 
-__all__ = ["PREPARE_PIPELINES", "PrepareStep", "PreparedModel", "prepare_pipeline", "prepare_for_target"]
+__all__ = [
+    "PREPARE_PIPELINES",
+    "PrepareStep",
+    "PreparedModel",
+    "prepare_pipeline",
+    "prepare_for_target",
+    "judge_pipeline",
+]
 
 PREPARE_PIPELINES: Mapping[str, tuple[str, ...]] = {
     "qnn-htp": ("ort-quant:fix_shapes", "onnxsim", "ort-quant:qnn_preprocess", "ort-quant:qnn_qdq"),
@@ -257,12 +265,10 @@ def prepare_for_target(
     from explorer.core.graph import ModelGraph
     from explorer.onnx_adapter.inputs import concrete_input_shapes
     from explorer.onnx_adapter.load import load
-    from explorer.passes.pipeline import run_pipeline
-    from explorer.passes.verification import OutputCheck
 
     graph = source if isinstance(source, ModelGraph) else load(source)
     onnx_model(graph, "prepare_for_target")
-    chosen = get_target(target)
+    get_target(target)
     _refuse_string_inputs(graph, target)
     shapes = concrete_input_shapes(graph.model, input_shapes)
     pipeline = prepare_pipeline(
@@ -274,8 +280,59 @@ def prepare_for_target(
         samples=samples,
         seed=seed,
     )
+    return judge_pipeline(graph, target, shapes, pipeline, seed=seed, progress=progress)
+
+
+def judge_pipeline(
+    graph: ModelGraph,
+    target: str,
+    input_shapes: Mapping[str, Sequence[int]],
+    pipeline: Sequence[tuple[str, Mapping[str, Any]] | Pass],
+    *,
+    seed: int = 0,
+    progress: Callable[[int, int, str], object] | None = None,
+) -> PreparedModel:
+    """Run ``pipeline`` on ``graph`` and judge each step on ``target``: coverage, partitions, drift.
+
+    The drift is the largest output difference from ``graph`` itself, both run on ONNX
+    Runtime's CPU provider on the same generated inputs (``seed``, at ``input_shapes``):
+    :func:`prepare_for_target` and the decoder flow
+    (:func:`explorer.targets.decoder_prepare.prepare_decoder`) share it.
+
+    Parameters
+    ----------
+    graph : ModelGraph
+        The float model (never modified).
+    target : str
+        A target name (:func:`~explorer.targets.registry.get_target`).
+    input_shapes : mapping
+        Every input's concrete shape: the inputs of the drift check.
+    pipeline : sequence of (str, mapping) or Pass
+        Pass names with their parameters (:func:`prepare_pipeline` makes them), or passes.
+    seed : int
+        Seed of the drift check's inputs.
+    progress : callable, optional
+        ``progress(step, total, name)`` before each step.
+
+    Returns
+    -------
+    PreparedModel
+
+    Examples
+    --------
+    >>> from explorer import load
+    >>> p = judge_pipeline(load("zoo:mlp"), "nnapi", {"input": [1, 1, 28, 28]}, [("onnxsim", {})])
+    >>> [(s.pass_name, s.max_abs_diff) for s in p.steps]
+    [('original', 0.0), ('onnxsim', 0.0)]
+    """
+    from explorer.passes.pipeline import run_pipeline
+    from explorer.passes.verification import OutputCheck
+
+    chosen = get_target(target)
+    shapes = {k: [int(d) for d in v] for k, v in input_shapes.items()}
     check = OutputCheck(seed=seed, input_shapes=shapes)
-    timeline = run_pipeline(graph, pipeline, input_shapes=shapes, verify=check, progress=progress)
+    items = [(item[0], dict(item[1])) if isinstance(item, tuple) else item for item in pipeline]
+    timeline = run_pipeline(graph, items, input_shapes=shapes, verify=check, progress=progress)
     numeric = (r for r in check.reference or () if r.size and r.dtype.kind in "biuf")  # not strings
     scale = max((float(abs(r).max()) for r in numeric), default=0.0)
     steps, snapshots = [], []
