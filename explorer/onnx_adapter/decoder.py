@@ -324,11 +324,10 @@ def _initializer_shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
     return {t.name: tuple(int(d) for d in t.dims) for t in model.graph.initializer}
 
 
-def _attention_sizes(model: onnx.ModelProto) -> dict[str, int]:
+def _attention_sizes(model: onnx.ModelProto, shapes: Mapping[str, tuple[int, ...]]) -> dict[str, int]:
     """heads, kv_heads and head_size from the first attention contrib node, where it says them."""
     found: dict[str, int] = {}
     by_output = {out: node for node in model.graph.node for out in node.output}
-    shapes = _initializer_shapes(model)
     for node in model.graph.node:
         if node.op_type not in _ATTENTION_OPS or node.domain != "com.microsoft":
             continue
@@ -358,11 +357,12 @@ def _attention_sizes(model: onnx.ModelProto) -> dict[str, int]:
     return found
 
 
-def _embedding_shape(model: onnx.ModelProto, input_ids: str | None) -> tuple[int, ...] | None:
+def _embedding_shape(
+    model: onnx.ModelProto, input_ids: str | None, shapes: Mapping[str, tuple[int, ...]]
+) -> tuple[int, ...] | None:
     """The ``[vocab, hidden]`` table a ``Gather`` of the token ids reads, where it is a plain initializer."""
     if input_ids is None:
         return None
-    shapes = _initializer_shapes(model)
     for node in model.graph.node:
         if node.op_type == "Gather" and len(node.input) > 1 and node.input[1] == input_ids:
             shape = shapes.get(node.input[0])
@@ -454,8 +454,9 @@ def decoder_spec(model: onnx.ModelProto, model_path: str | Path | None = None) -
     logits = next((n for n in (out_names.get("logits"), "logits") if n and n in outputs), None)
 
     key_dims = _dims(inputs[past_inputs[0][0]])
-    attention = _attention_sizes(model)
-    embedding = _embedding_shape(model, input_ids)
+    shapes = _initializer_shapes(model)  # read once: the attention, the embedding and the rotary cache
+    attention = _attention_sizes(model, shapes)
+    embedding = _embedding_shape(model, input_ids, shapes)
     kv_heads = _first(
         decoder.get("num_key_value_heads"),
         key_dims[1] if len(key_dims) == 4 and isinstance(key_dims[1], int) else None,
@@ -480,7 +481,7 @@ def decoder_spec(model: onnx.ModelProto, model_path: str | Path | None = None) -
         logit_dims[-1] if logit_dims and isinstance(logit_dims[-1], int) else None,
         embedding[0] if embedding else None,
     )
-    cos_cache = _initializer_shapes(model).get("cos_cache")
+    cos_cache = shapes.get("cos_cache")
     context = _first(model_config.get("context_length"), cos_cache[0] if cos_cache else None)
 
     kv_elem = shape_from_type(inputs[past_inputs[0][0]].type)[1] or onnx.TensorProto.FLOAT
