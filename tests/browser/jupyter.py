@@ -365,6 +365,36 @@ def run_all(page: Page, timeout_ms: float = 120_000) -> bool:
     return bool(handle.json_value()["ok"])
 
 
+def kernel_execute(page: Page, code: str, timeout_ms: float = 30_000) -> str:
+    """Run ``code`` in the open notebook's kernel, not as a cell, and return what it printed.
+
+    An exception comes back as ``"Name: message"`` in the text. For checks of the kernel's state
+    after an interaction (a cell run would wait behind the page's widget messages all the same).
+
+    Examples
+    --------
+    >>> kernel_execute(page, "print(1 + 1)")  # doctest: +SKIP
+    '2\n'
+    """
+    return page.evaluate(
+        """async ([code, timeoutMs]) => {
+            const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+            const future = kernel.requestExecute({ code, store_history: false });
+            let out = '';
+            future.onIOPub = (msg) => {
+                if (msg.header.msg_type === 'stream') out += msg.content.text;
+                if (msg.header.msg_type === 'error') out += msg.content.ename + ': ' + msg.content.evalue;
+            };
+            const late = new Promise((_, reject) => {
+                setTimeout(() => reject(new Error('timed out')), timeoutMs);
+            });
+            await Promise.race([future.done, late]);
+            return out;
+        }""",
+        [code, timeout_ms],
+    )
+
+
 def cell_errors(page: Page) -> list[str]:
     """Errors raised by the open notebook's cells: ``"Name: value"`` plus the traceback each.
 

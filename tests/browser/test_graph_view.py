@@ -13,6 +13,7 @@ from tests.browser.jupyter import (
     cell_errors,
     click_plot_point,
     export_html_page,
+    kernel_execute,
     open_notebook,
     plotly_data,
     run_all,
@@ -67,6 +68,51 @@ def test_click_a_node_shows_its_details_and_a_box_expands(
     assert "layer1.0.conv1.weight" in panel or "weights" in panel
     assert "[64, 64, 3, 3]" in panel
     screenshot(page, "graph-view-resnet18")
+    assert blocked_requests == []
+
+
+#: Records every exception a widget message handler raises in the kernel (they go to Lab's log, not
+#: to a cell: ipywidgets catches them and calls ``showtraceback``).
+_RECORD_HANDLER_ERRORS = """\
+import sys
+handler_errors = []
+_shell = get_ipython()
+_show = _shell.showtraceback
+def _record(*args, **kwargs):
+    handler_errors.append(repr(sys.exc_info()[1]))
+    return _show(*args, **kwargs)
+_shell.showtraceback = _record"""
+
+
+def test_clicks_leave_the_kernel_quiet_and_ring_the_node(
+    page: Page, lab: LabServer, notebook_dir: Path, blocked_requests: list[str]
+) -> None:
+    """Each click's selection restyle used to come back as plotly.js's trace defaults, typed arrays
+    written as {"0": ..} objects, on which plotly's Python handler raised: seconds of the kernel
+    formatting a traceback while the next click waited behind it."""
+    cells = [
+        _RECORD_HANDLER_ERRORS,
+        'from widgets import GraphView\nview = GraphView("zoo:resnet18", collapse=None)\nview',
+    ]
+    path = write_notebook(notebook_dir, "clicks.ipynb", cells)
+    open_notebook(page, lab, path)
+    assert run_all(page), cell_errors(page)
+    wait_for_outputs(page, ".oge-graph-view .js-plotly-plot")
+    for target in ("/conv1/Conv", "/relu/Relu", "/maxpool/MaxPool"):
+        index = _node_index(page, target)
+        click_plot_point(page, plot_index=0, trace_index=NODES, point_index=index)
+        page.wait_for_selector(f'.oge-details[data-node="{target}"]', timeout=30_000)
+        page.wait_for_function(  # the ring, drawn once the details are on screen
+            """(index) => {
+                const gd = document.querySelector('.oge-graph-view .js-plotly-plot');
+                const width = gd.data[2].marker.line.width;
+                return Array.isArray(width) || ArrayBuffer.isView(width) ? width[index] > 1 : false;
+            }""",
+            arg=index,
+            timeout=30_000,
+        )
+    printed = kernel_execute(page, "print(handler_errors, view.selected, view.figure._trace_edit_in_process)")
+    assert printed.strip() == "[] /maxpool/MaxPool False", printed
     assert blocked_requests == []
 
 
