@@ -361,8 +361,45 @@ class GraphView(w.VBox):
         >>> view.expand("scope:layer1"); "scope:layer1" in view.layout_.positions
         False
         """
+        before = set(self.layout_.positions)
         self.layout_ = expand(self.layout_, self.graph, group)
         self.refresh()
+        self.bring_into_view([item for item in self.layout_.positions if item not in before])
+
+    def bring_into_view(self, items: Sequence[str], margin: float = 1.0) -> None:
+        """Move the view, zooming out only as far as needed, so every drawn item of ``items`` shows.
+
+        Nothing moves when they show already. What a box opened into shows whole, as Netron
+        shows a graph: its KV-cache inputs beside its attention, not past the plot's edge.
+
+        Examples
+        --------
+        >>> view = GraphView("zoo:resnet18", collapse=1)
+        >>> view.figure.layout.xaxis.range = [0, 1]
+        >>> view.bring_into_view(["/conv1/Conv"])
+        >>> x0, x1 = view.figure.layout.xaxis.range; x0 < view.layout_.positions["/conv1/Conv"][0] < x1
+        True
+        """
+        nodes = self.figure.data[NODES]
+        index = {item: k for k, item in enumerate(nodes.customdata)}
+        shown = [index[item] for item in items if item in index]
+        x_range, y_range = self.figure.layout.xaxis.range, self.figure.layout.yaxis.range
+        if not shown or not x_range or not y_range:
+            return
+        xs, ys = [nodes.x[k] for k in shown], [nodes.y[k] for k in shown]
+        lo_x, hi_x, lo_y, hi_y = min(xs) - margin, max(xs) + margin, min(ys) - margin, max(ys) + margin
+        (x0, x1), (y0, y1) = sorted(x_range), sorted(y_range)
+        if x0 <= lo_x and hi_x <= x1 and y0 <= lo_y and hi_y <= y1:
+            return
+        scale = max(1.0, (hi_x - lo_x) / (x1 - x0), (hi_y - lo_y) / (y1 - y0))  # one scale on both axes
+        half_x, half_y = (x1 - x0) * scale / 2, (y1 - y0) * scale / 2
+        cx = min(max((x0 + x1) / 2, hi_x - half_x), lo_x + half_x)  # move as little as needed
+        cy = min(max((y0 + y1) / 2, hi_y - half_y), lo_y + half_y)
+        new_x, new_y = [cx - half_x, cx + half_x], [cy - half_y, cy + half_y]
+        with self.figure.batch_update():
+            self.figure.layout.xaxis.range = new_x if x_range[0] <= x_range[1] else new_x[::-1]
+            self.figure.layout.yaxis.range = new_y if y_range[0] <= y_range[1] else new_y[::-1]
+        show_text_for_view(self.figure, self.figure.layout.xaxis.range, self.figure.layout.yaxis.range)
 
     def collapse(self, scope: tuple[str, ...] | str) -> None:
         """Collapse a name scope (tuple, or ``"a/b"``) into one box.

@@ -48,6 +48,26 @@ def test_click_on_a_box_expands_it_in_place() -> None:
     assert after["scope:layer1"] == before["scope:layer1"]  # what is above the box does not move
 
 
+def test_a_box_opened_shows_whole_and_a_view_that_shows_it_stays() -> None:
+    view = GraphView("zoo:llama", collapse=2)
+    box = next(item for item in view.layout_.positions if item.startswith("scope:") and "layers.1" in item)
+    nodes = view.figure.data[NODES]
+    k = list(nodes.customdata).index(box)
+    view.figure.layout.xaxis.range = [nodes.x[k] - 0.5, nodes.x[k] + 0.5]  # zoomed onto the box alone
+    view.figure.layout.yaxis.range = [nodes.y[k] - 0.5, nodes.y[k] + 0.5]
+    before = set(view.layout_.positions)
+    _click(view, box)
+    opened = [item for item in view.layout_.positions if item not in before]
+    nodes = view.figure.data[NODES]
+    index = {item: k for k, item in enumerate(nodes.customdata)}
+    (x0, x1), (y0, y1) = (sorted(view.figure.layout[axis].range) for axis in ("xaxis", "yaxis"))
+    assert opened and all(x0 < nodes.x[index[i]] < x1 and y0 < nodes.y[index[i]] < y1 for i in opened)
+    assert (x1 - x0) / (y1 - y0) == 1.0  # zoomed out on both axes alike
+    shown = (view.figure.layout.xaxis.range, view.figure.layout.yaxis.range)
+    view.bring_into_view(opened[:1])  # already on screen: nothing moves
+    assert (view.figure.layout.xaxis.range, view.figure.layout.yaxis.range) == shown
+
+
 def test_search_finds_by_op_type_and_name_and_reveals_hidden_nodes() -> None:
     view = GraphView("zoo:resnet18", collapse=1)
     assert len(view.find("batchnormalization")) == 20
