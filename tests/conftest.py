@@ -71,12 +71,13 @@ def torch_kv_decoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return torch_zoo.export("llama_kv_decoder", tmp_path_factory.mktemp("torch-kv-decoder"))
 
 
-def _genai_decoder(tmp_path_factory: pytest.TempPathFactory, precision: str) -> Path:
+def _genai_decoder(tmp_path_factory: pytest.TempPathFactory, precision: str, size: str = "small") -> Path:
     for module in ("torch", "transformers", "onnxruntime_genai"):  # the torch and llm extras
         pytest.importorskip(module)
     from explorer.zoo.decoders import genai_decoder
 
-    return genai_decoder(tmp_path_factory.mktemp(f"genai-decoder-{precision}"), precision)  # type: ignore[arg-type]
+    folder = tmp_path_factory.mktemp(f"genai-decoder-{size}-{precision}")
+    return genai_decoder(folder, precision, size)  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="session")
@@ -93,3 +94,11 @@ def genai_decoder_fp32(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The same small decoder as :func:`genai_decoder_int4` at fp32 (float MatMuls and Gather), built once
     per session. Returns its model.onnx."""
     return _genai_decoder(tmp_path_factory, "fp32")
+
+
+@pytest.fixture(scope="session")
+def genai_decoder_deep(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The int4 decoder at ``size="deep"``: SmolLM2-135M's 30 layers (60 KV inputs, 60 KV outputs)
+    at the small one's widths, built once per session (about 17 s; skipped without the torch and
+    llm extras). Returns its model.onnx."""
+    return _genai_decoder(tmp_path_factory, "int4", "deep")

@@ -1,8 +1,9 @@
 """explorer.zoo.decoders: onnxruntime-genai's model builder on random Llama weights, run in ONNX Runtime.
 
 The builder, transformers and ONNX Runtime are the real ones (no mocks); the decoders are the
-session's small ones (tests/conftest.py: ``genai_decoder_int4``, ``genai_decoder_fp32``), and the
-tests that need them skip without the ``torch`` and ``llm`` extras.
+session's small ones (tests/conftest.py: ``genai_decoder_int4``, ``genai_decoder_fp32`` and the
+30-layer ``genai_decoder_deep``), and the tests that need them skip without the ``torch`` and ``llm``
+extras.
 """
 
 from __future__ import annotations
@@ -77,12 +78,20 @@ def test_configs() -> None:
     # the int4 blocks (32) divide every K of the small one
     assert SMALL["hidden_size"] % 32 == 0 and SMALL["intermediate_size"] % 32 == 0
     assert (LAYERS, KV_HEADS, HEAD, SMALL["vocab_size"]) == (2, 2, 16, 512)
+    # deep: the full one's depth at the small one's widths
+    deep = llama_config("deep")
+    assert deep["num_hidden_layers"] == full["num_hidden_layers"] == 30
+    assert {k: v for k, v in deep.items() if k != "num_hidden_layers"} == {
+        k: v for k, v in SMALL.items() if k != "num_hidden_layers"
+    }
+    assert deep["num_key_value_heads"] < deep["num_attention_heads"]  # grouped-query attention
+    assert decoders.SIZES == ("small", "deep", "full")
 
 
 def test_wrong_arguments_are_usage_errors(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="int4, fp32"):
         genai_decoder(tmp_path, precision="int8")  # type: ignore[arg-type]
-    with pytest.raises(UsageError, match="small, full"):
+    with pytest.raises(UsageError, match="small, deep, full"):
         genai_decoder(tmp_path, size="tiny")  # type: ignore[arg-type]
     assert not list(tmp_path.iterdir())
 
@@ -209,3 +218,31 @@ def test_a_second_call_reuses_a_complete_build(genai_decoder_int4: Path) -> None
     start = time.perf_counter()
     assert genai_decoder(folder, "int4") == genai_decoder_int4
     assert time.perf_counter() - start < 1 and genai_decoder_int4.stat().st_mtime_ns == before
+
+
+@pytest.mark.torch
+@pytest.mark.llm
+def test_deep_has_the_full_models_30_layers_and_kv_cache(genai_decoder_deep: Path) -> None:
+    deep = llama_config("deep")
+    layers, kv_heads = deep["num_hidden_layers"], deep["num_key_value_heads"]
+    ops = _ops(genai_decoder_deep)
+    assert ops["GroupQueryAttention"] == layers == 30
+    assert ops["SkipSimplifiedLayerNormalization"] == 2 * layers
+    assert ops["MatMulNBits"] == 5 * layers + 1 and ops["GatherBlockQuantized"] == 1
+    model = onnx.load(genai_decoder_deep, load_external_data=False)
+    past = [i.name for i in model.graph.input if i.name.startswith("past_key_values.")]
+    present = [o.name for o in model.graph.output if o.name.startswith("present.")]
+    assert len(past) == len(present) == 60
+    assert past == [f"past_key_values.{i}.{kind}" for kind in ("key", "value") for i in range(layers)]
+    assert {_dims(i)[1] for i in model.graph.input if i.name in past} == {kv_heads}
+    decoder = json.loads((genai_decoder_deep.parent / "genai_config.json").read_text())["model"]["decoder"]
+    assert (decoder["num_hidden_layers"], decoder["num_key_value_heads"]) == (30, kv_heads)
+    assert decoder["num_attention_heads"] == deep["num_attention_heads"] > kv_heads
+    session = _session(genai_decoder_deep)  # and it runs: one prefill of 3 tokens
+    feeds = {
+        "input_ids": np.array([[5, 6, 7]], np.int64),
+        "attention_mask": np.ones((1, 3), np.int64),
+        **{n: np.zeros((1, kv_heads, 0, deep["head_dim"]), np.float32) for n in past},
+    }
+    logits = session.run(["logits"], feeds)[0]
+    assert logits.shape == (1, 3, deep["vocab_size"]) and np.isfinite(logits).all()
