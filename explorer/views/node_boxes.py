@@ -263,13 +263,19 @@ def box_text(data: Mapping[str, Any]) -> BoxText:
     >>> box_text(group_data(g, ("layer1",), layer1))  # doctest: +NORMALIZE_WHITESPACE
     BoxText(header='layer1 · 14 ops', body=('Conv ×4', 'BatchNormalization ×4', 'Relu ×4  Add ×2'),
             category='group')
+
+    A graph input drawn in a box is no op of it:
+
+    >>> box_text(group_data(g, ("layer1",), ["input:input", *layer1])).header
+    'layer1 · 14 ops'
     """
     category = category_of(dict(data))
     kind = data.get("kind", "op")
     if kind == "group":
         scope = data.get("scope") or ("?",)
-        count = len(data.get("members") or ())
         ops: Mapping[str, int] = data.get("ops") or {}
+        # the ops only: graph inputs and outputs drawn in the box (a decoder layer's KV cache) are members too
+        count = sum(ops.values()) if "ops" in data else len(data.get("members") or ())
         mix = [f"{op} ×{n}" for op, n in Counter(ops).most_common()]
         return BoxText(f"{_short(scope[-1])} · {count} ops", tuple(_pack(mix, MAX_BODY_LINES)), category)
     if kind == "op":

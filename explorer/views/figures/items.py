@@ -67,7 +67,9 @@ def node_hover(graph: ModelGraph, layout: Layout, item: str) -> str:
 def item_hover(graph: ModelGraph, data: Mapping[str, Any], item: str) -> str:
     """Hover text of one item from its data (:func:`item_data`), as :func:`node_hover` writes it.
 
-    The graph figure has every item's data at hand already and asks this directly.
+    The graph figure has every item's data at hand already and asks this directly. A collapsed
+    scope's hover counts its ops and names the graph inputs and outputs drawn in it (a decoder
+    layer's ``past_key_values.N`` and ``present.N``).
 
     Examples
     --------
@@ -79,7 +81,12 @@ def item_hover(graph: ModelGraph, data: Mapping[str, Any], item: str) -> str:
     if data["kind"] == "group":
         top = ", ".join(f"{op} {n}" for op, n in data["ops"].most_common(6))
         name = "/".join(data["scope"])
-        return f"<b>{name}</b><br>{len(data['members'])} nodes: {top}<br><i>click to expand</i>"
+        lines = [f"<b>{name}</b>", f"{sum(data['ops'].values())} ops: {top}"]
+        inside = [m for m in data["members"] if graph.nx.nodes[m].get("kind") in ("input", "output")]
+        if inside:  # a decoder layer's past_key_values.N and present.N
+            shown = ", ".join(graph.nx.nodes[m].get("name") or m for m in inside[:4])
+            lines.append(f"with {shown}" + (f" and {len(inside) - 4} more" if len(inside) > 4 else ""))
+        return "<br>".join([*lines, "<i>click to expand</i>"])
     lines = [f"<b>{data['op_type']}</b> {data['name'] or item}"]
     if data.get("domain"):
         lines[0] += f" ({data['domain']})"

@@ -218,13 +218,20 @@ class _Window:
         )
 
     def mincross(self, iterations: int) -> None:
-        """Sweep from igraph's ordering and from a depth-first one; keep the best ordering found."""
+        """Sweep from igraph's ordering and from a depth-first one, then once more from igraph's with
+        items placed by their item neighbours (:func:`_sort_row`'s ``items``); keep the best ordering
+        found."""
         start = self.crossings()
         igraph_rows = {lay: list(self.rows[lay]) for lay in self.inner}
         best, best_rows = self._sweeps(iterations, start)
         if best > 0:
             self._set_rows(self._depth_first())
             found, rows = self._sweeps(iterations, self.crossings())
+            if found < best:
+                best, best_rows = found, rows
+        if best > 0:
+            self._set_rows(igraph_rows)
+            found, rows = self._sweeps(iterations, start, items=self.graph.n)
             if found < best:
                 best, best_rows = found, rows
         if best >= start:
@@ -242,8 +249,11 @@ class _Window:
             for i, e in enumerate(row):
                 self.pos[e] = i
 
-    def _sweeps(self, iterations: int, start: int) -> tuple[int, dict[int, list[int]]]:
-        """Median/barycenter sweeps, alternately down and up, each followed by transposition."""
+    def _sweeps(
+        self, iterations: int, start: int, items: int | None = None
+    ) -> tuple[int, dict[int, list[int]]]:
+        """Median/barycenter sweeps, alternately down and up, each followed by transposition (``items``:
+        see :func:`_sort_row`)."""
         best = start
         best_rows = {lay: list(self.rows[lay]) for lay in self.inner}
         stall = 0
@@ -254,7 +264,12 @@ class _Window:
             flip = it % 4 >= 2
             for lay in self.inner if downward else self.inner[::-1]:
                 _sort_row(
-                    self.rows[lay], self.pos, self.up if downward else self.down, median=it % 8 < 4, flip=flip
+                    self.rows[lay],
+                    self.pos,
+                    self.up if downward else self.down,
+                    median=it % 8 < 4,
+                    flip=flip,
+                    items=items,
                 )
             self._transpose(equal=flip)
             found = self.crossings()
@@ -335,17 +350,41 @@ def _pair_crossings(u: int, v: int, pos: dict[int, int], nbrs: dict[int, list[in
 
 
 def _sort_row(
-    row: list[int], pos: dict[int, int], nbrs: dict[int, list[int]], median: bool, flip: bool
+    row: list[int],
+    pos: dict[int, int],
+    nbrs: dict[int, list[int]],
+    median: bool,
+    flip: bool,
+    items: int | None = None,
 ) -> None:
     """Sort a layer by the median (or barycenter) of its neighbours' places; lone entities stay put.
 
-    Ties keep their order, or swap it with ``flip``.
+    Ties keep their order, or swap it with ``flip``. With ``items`` (entities below that number
+    are items, the rest bends of long edges), an item with item neighbours on that side is placed
+    by those alone: the bends of long edges passing by do not pull it among them. A decoder layer
+    reads the layer above and a long edge from the attention mask; placed by both, it lands among
+    the mask's other long edges, which then run down on both sides of the layers, crossing them.
+
+    Examples
+    --------
+    Items 0 and 1 (the layers), bends 5, 6, 7 above and 8, 9, 10 below (three long edges):
+
+    >>> up = {1: [0, 7], 8: [5], 9: [6], 10: [7]}  # item 1 reads item 0 and the bend 7
+    >>> pos = {0: 0, 5: 1, 6: 2, 7: 3, 8: 0, 1: 1, 9: 2, 10: 3}
+    >>> row = [8, 1, 9, 10]
+    >>> _sort_row(row, pos, up, median=True, flip=False); row  # item 1 among the long edges
+    [8, 1, 9, 10]
+    >>> _sort_row(row, pos, up, median=True, flip=False, items=2); row  # below item 0
+    [1, 8, 9, 10]
     """
     keys: dict[int, float] = {}
     for e in row:
         near = sorted(pos[f] for f in nbrs.get(e, ()))
         if not near:
             continue
+        if items is not None and e < items and len(near) > 1:
+            direct = sorted(pos[f] for f in nbrs[e] if f < items)
+            near = direct or near
         if not median:
             keys[e] = sum(near) / len(near)
         else:

@@ -456,6 +456,45 @@ def test_a_chain_has_no_crossings_and_zoo_models_few(transformer: ModelGraph) ->
     assert lay.count_crossings(lay.layered(load("zoo:resnet18"))) == 0
 
 
+def _fan_along_a_chain(layers: int) -> ModelGraph:
+    """A decoder's attention mask in miniature: ``ids -> embed -> layers.0 -> ... -> layers.N-1``, and one
+    ``mask -> Cast`` that every layer also reads (long edges from one item to every layer of a chain)."""
+    from onnx import TensorProto, helper
+
+    nodes = [
+        helper.make_node("Identity", ["ids"], ["h"], name="/embed/Identity"),
+        helper.make_node("Cast", ["mask"], ["m"], name="/mask/Cast", to=TensorProto.FLOAT),
+    ]
+    h = "h"
+    for i in range(layers):
+        nodes.append(helper.make_node("Add", [h, "m"], [f"h{i}"], name=f"/layers.{i}/Add"))
+        h = f"h{i}"
+    inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 4]) for n in ("mask", "ids")]
+    output = helper.make_tensor_value_info(h, TensorProto.FLOAT, [1, 4])
+    graph = helper.make_graph(nodes, "fan", inputs, [output])
+    return load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+
+
+@pytest.mark.parametrize("node_size", [None, "auto"])
+def test_a_fan_out_along_a_chain_runs_down_one_side_of_it(node_size: str | None) -> None:
+    # Placed by the median of all they read, the layers land among the mask's long edges, which then
+    # run down both sides of the chain and cross it (10 crossings at 30 layers): a layer is placed by
+    # the layer above it, and the long edges go down one side.
+    graph = _fan_along_a_chain(30)
+    lay.clear_cache()
+    layout = lay.layered(graph, node_size=node_size)
+    assert lay.count_crossings(layout) == 0
+    chain_x = {layout.layers[f"/layers.{i}/Add"]: layout.positions[f"/layers.{i}/Add"][0] for i in range(30)}
+    sides = {
+        np.sign(x - chain_x[layout.layers["/mask/Cast"] + k])
+        for (source, _), points in layout.edge_points.items()
+        if source == "/mask/Cast"
+        for k, (x, _) in enumerate(points[1:-1], start=1)
+        if layout.layers["/mask/Cast"] + k in chain_x
+    }
+    assert len(sides) == 1 and 0 not in sides, sides
+
+
 @pytest.mark.slow
 def test_a_100k_node_chain_lays_out_without_recursion() -> None:
     graph = _chain(100_000)

@@ -131,3 +131,19 @@ def test_cnn_input_stays_on_top(collapse: int | None) -> None:
     (output,) = (n for n, kind in graph.nx.nodes(data="kind") if kind == "output")
     assert layout.item_of[output] == output
     assert layout.layers[output] == max(layout.layers.values())
+
+
+def test_a_layer_box_counts_its_ops_and_names_the_kv_inside(llama8: ModelGraph) -> None:
+    from explorer.views.figures.items import node_hover
+    from explorer.views.node_boxes import box_text
+
+    layout = lay.layered(llama8, collapse=2, node_size="auto")
+    box = "scope:model/layers.5"
+    members = layout.groups[box]
+    kv = [m for m in members if llama8.nx.nodes[m].get("kind") in ("input", "output")]
+    assert {"input:past_key_values.5.key", "output:present.5.value"} <= set(kv)
+    header = box_text(group_data(llama8, layout.scopes[box], members)).header
+    assert header == f"layers.5 · {len(members) - len(kv)} ops"  # the KV cache drawn inside is no op
+    hover = node_hover(llama8, layout, box).split("<br>")
+    assert hover[1].startswith(f"{len(members) - len(kv)} ops: ")
+    assert "past_key_values.5.key" in hover[2] and hover[-1] == "<i>click to expand</i>"
