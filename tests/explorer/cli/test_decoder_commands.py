@@ -1,7 +1,7 @@
 """Every command on the decoder LLMs people bring: exit 0, 2 or 3 (never 1), the model files untouched.
 
-The three forms: the zoo's standard-ONNX decoder, onnxruntime-genai's builder output (int4
-contrib ops, external data, genai_config.json) and a ``torch.nn`` decoder exported by dynamo.
+The forms: the zoo's standard-ONNX decoder, onnxruntime-genai's builder output at int4 and fp32
+(contrib ops, external data, genai_config.json) and a ``torch.nn`` decoder exported by dynamo.
 """
 
 from __future__ import annotations
@@ -25,14 +25,13 @@ def _digests(folder: Path) -> dict[str, str]:
     }
 
 
-@pytest.fixture(params=["zoo", "genai-int4", "torch"])
+@pytest.fixture(params=["zoo", "genai-int4", "genai-fp32", "torch"])
 def decoder(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
     """A private copy of one decoder (its folder: external data and config beside it)."""
     if request.param == "zoo":
         return zoo.save("llama", tmp_path / "llama.onnx")
-    source = request.getfixturevalue(
-        "genai_decoder_int4" if request.param == "genai-int4" else "torch_kv_decoder"
-    )
+    fixture = {"genai-int4": "genai_decoder_int4", "genai-fp32": "genai_decoder_fp32"}
+    source = request.getfixturevalue(fixture.get(request.param, "torch_kv_decoder"))
     copy = tmp_path / "model"
     shutil.copytree(source.parent, copy)
     return copy / source.name
