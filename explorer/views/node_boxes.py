@@ -178,6 +178,31 @@ def _trivial(name: str, value: Any) -> bool:
     return all(v in plain for v in values)
 
 
+_HEADLINE_CATEGORIES = ("conv", "normalization")
+"""What a box's body lists first, in this order (each by count): the compute ops (convolutions,
+matmuls, attention), then the normalisations, then the rest. A decoder layer reads
+``MatMulNBits ×5 / GroupQueryAttention ×1 / SkipSimplified…``: its attention shows, not hidden
+behind ``Mul ×2``."""
+
+
+def _headline_first(entry: tuple[str, int]) -> tuple[int, int]:
+    """Sort key of one ``(op type, count)`` of a box's mix: headline categories first, then by count.
+
+    Examples
+    --------
+    >>> sorted([("Mul", 2), ("GroupQueryAttention", 1), ("MatMulNBits", 5)], key=_headline_first)
+    [('MatMulNBits', 5), ('GroupQueryAttention', 1), ('Mul', 2)]
+    """
+    op, count = entry
+    category = category_of({"kind": "op", "op_type": op, "domain": ""})
+    rank = (
+        _HEADLINE_CATEGORIES.index(category)
+        if category in _HEADLINE_CATEGORIES
+        else len(_HEADLINE_CATEGORIES)
+    )
+    return rank, -count
+
+
 def _pack(items: Iterable[str], lines: int) -> list[str]:
     """Pack short items into at most ``lines`` lines of up to ``_LINE_CHARS`` characters."""
     out: list[str] = []
@@ -276,7 +301,7 @@ def box_text(data: Mapping[str, Any]) -> BoxText:
         ops: Mapping[str, int] = data.get("ops") or {}
         # the ops only: graph inputs and outputs drawn in the box (a decoder layer's KV cache) are members too
         count = sum(ops.values()) if "ops" in data else len(data.get("members") or ())
-        mix = [f"{op} ×{n}" for op, n in Counter(ops).most_common()]
+        mix = [f"{op} ×{n}" for op, n in sorted(Counter(ops).most_common(), key=_headline_first)]
         return BoxText(f"{_short(scope[-1])} · {count} ops", tuple(_pack(mix, MAX_BODY_LINES)), category)
     if kind == "op":
         return BoxText(data.get("op_type") or "?", tuple(_op_body(data)), category)
