@@ -219,9 +219,9 @@ def click_netron(browser: Any, netron: Path, path: Path, clicks: int, timeout_s:
                 page.wait_for_timeout(1000)
                 if done >= clicks:
                     break
-            return [
-                t / 1000 for t in json.loads(page.locator("html").get_attribute("data-oge-clicks") or "[]")
-            ]
+            if done == 0:
+                raise RuntimeError(f"none of Netron's {nodes.count()} nodes is drawn in view to click")
+            return _netron_times(page)
     finally:
         with suppress(ProcessLookupError):
             os.killpg(process.pid, 9)
