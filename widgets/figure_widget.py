@@ -3,7 +3,7 @@
 ``go.FigureWidget`` is an anywidget: every instance carries plotly's whole JavaScript bundle
 (``_esm``, about 5 MB) in its first message, and the browser evaluates it again for every widget
 (anywidget imports it from a fresh ``blob:`` URL each time). `GraphFigureWidget` instead carries a
-few hundred bytes of ESM that takes the bundle from the kernel's
+few KB of ESM that takes the bundle from the kernel's
 :func:`widgets.plotly_bundle.bundle_widget`, never displayed, whose model starts evaluating
 plotly.js the moment it arrives in the page (``GraphView`` and the kernel's warm-up make it
 first, so the browser works while the kernel loads) and keeps the evaluated module in the page.
@@ -166,6 +166,23 @@ function paintFirst(model) {
     },
   };
 }
+// plotly's anywidget view sizes the plot once, when it draws it: a plot drawn before its box had its
+// width (a big graph, drawn as its output is attached) kept plotly's default 700 px, its right part
+// and the modebar under the panel beside it, and a plot never followed its box when the page
+// changed. The plot follows its element's width (the figure's config has responsive: true, so
+// plotly has its resize handler; a layout with its own width stays as it is).
+function followWidth(el) {
+  if (typeof ResizeObserver === "undefined") return () => {};
+  el.style.minWidth = "0";  // a flex item as wide as its box, not as its drawn content
+  const observer = new ResizeObserver(() => {
+    const full = el._fullLayout;
+    const handler = el._responsiveChartHandler;
+    if (!full || !handler || (el.layout && el.layout.width) || el.clientWidth === 0) return;
+    if (Math.abs(el.clientWidth - full.width) > 1) handler();
+  });
+  observer.observe(el);
+  return () => observer.disconnect();
+}
 export default () => {  // anywidget calls this once per model, as it would plotly's own export
   let widget = null;  // this model's plotly {initialize, render}, made once
   let ready = null;  // plotly's initialize done
@@ -189,7 +206,9 @@ export default () => {  // anywidget calls this once per model, as it would plot
     async render(ctx) {
       const plotly = await widgetOf(ctx.model);
       await ready;
-      return plotly.render(ctx);
+      const cleanup = await plotly.render(ctx);
+      const unfollow = followWidth(ctx.el);
+      return () => { unfollow(); if (typeof cleanup === "function") cleanup(); };
     },
   };
 };
@@ -225,6 +244,9 @@ class GraphFigureWidget(go.FigureWidget):
                 part._validate = True
         else:
             super().__init__(data, *args, **kwargs)
+        # plotly's resize handler (window resizes), which the page also calls when the plot's box
+        # changes width (the ESM's followWidth)
+        self._config = {**self._config, "responsive": True}
 
     def __repr__(self) -> str:
         """A one-line summary: the trace types and the plot's size, not plotly's dump of the figure.

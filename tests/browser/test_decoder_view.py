@@ -91,6 +91,15 @@ def test_the_decoder_opens_at_its_layers_and_a_layer_opens_into_attention_and_ml
     hover = nodes["hovertext"][list(nodes["customdata"]).index(_layer(7))]
     assert "past_key_values.7.key" in hover and "11 ops: " in hover, hover
     screenshot(page, "decoder-view-opened", graph)
+    # the plot is as wide as its box, whenever it was drawn (plotly's default 700 px put its right
+    # part under the details panel)
+    plot, box = page.evaluate(
+        f"""() => {{
+            const gd = document.querySelector('{PLOT}');
+            return [gd.getBoundingClientRect().width, gd.parentElement.getBoundingClientRect().width];
+        }}"""
+    )
+    assert plot <= box + 1, (plot, box)
 
     # a click on a layer opens it into its attention and its MLP, between the layers around it
     n = 1

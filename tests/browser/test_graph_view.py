@@ -111,7 +111,12 @@ def test_clicks_leave_the_kernel_quiet_and_ring_the_node(
             arg=index,
             timeout=30_000,
         )
-    printed = kernel_execute(page, "print(handler_errors, view.selected, view.figure._trace_edit_in_process)")
+    state = "print(handler_errors, view.selected, view.figure._trace_edit_in_process)"
+    for _ in range(50):  # the last restyle's answer reaches the kernel after the ring is drawn
+        printed = kernel_execute(page, state)
+        if not printed.strip().endswith("True"):
+            break
+        page.wait_for_timeout(200)
     assert printed.strip() == "[] /maxpool/MaxPool False", printed
     assert blocked_requests == []
 

@@ -157,4 +157,7 @@ def initial_view(geo: BoxGeometry, plot_px: float = 660.0) -> tuple[list[float],
     left = float((geo.x - geo.width / 2)[in_view].min())
     right = float((geo.x + geo.width / 2)[in_view].max())
     center, half = (left + right) / 2, 0.5 * span
+    if right - left > span:  # wider than the view: centre on where most of its items are, not on the
+        # middle of its extent (a decoder's row of KV-cache inputs would put the main path at the edge)
+        center = min(max(float(np.median(geo.x[in_view])), left + half), right - half)
     return [center - half, center + half], [top - span, top]
