@@ -1,6 +1,9 @@
-"""Writing files safely: outputs are written to a temp file beside the target and renamed into place
-(:func:`write_bytes_atomic`, :func:`move_atomic`), and :func:`check_output_path` refuses an output
-that would replace the input or cannot be written, before any long work runs.
+"""Reading and writing files safely: outputs are written to a temp file beside the target and renamed
+into place (:func:`write_bytes_atomic`, :func:`move_atomic`), and :func:`check_output_path` refuses an
+output that would replace the input or cannot be written, before any long work runs. On the way in,
+:func:`check_model_file` and :func:`open_model_file` take a model path only when it is a regular
+file: a FIFO, a device (``/dev/zero``), a socket or a folder is refused, by its ``stat``, before
+anything opens it, so a read can neither block forever nor run without end.
 
 Examples
 --------
@@ -17,17 +20,27 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
-from explorer.core.errors import OutputPathError
+from explorer.core.errors import ModelLoadError, ModelNotFoundError, OutputPathError
 
 if TYPE_CHECKING:  # a worker that only moves files never imports onnx for this module
     import onnx
 
-__all__ = ["write_bytes_atomic", "write_text_atomic", "move_atomic", "save_model_atomic", "check_output_path"]
+__all__ = [
+    "write_bytes_atomic",
+    "write_text_atomic",
+    "move_atomic",
+    "save_model_atomic",
+    "check_output_path",
+    "file_kind",
+    "check_model_file",
+    "open_model_file",
+]
 
 
 @contextlib.contextmanager
@@ -222,3 +235,144 @@ def check_output_path(
     with contextlib.suppress(OSError):
         os.unlink(probe)
     return target
+
+
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISREG, "a regular file"),
+)
+
+
+def file_kind(mode: int) -> str:
+    """What a file of ``stat`` mode ``mode`` is, in words: ``"a regular file"``, ``"a FIFO (named pipe)"``...
+
+    Examples
+    --------
+    >>> import os
+    >>> file_kind(os.stat(".").st_mode)
+    'a folder'
+    >>> file_kind(os.stat(os.devnull).st_mode)
+    'a character device'
+    """
+    for test, words in _KINDS:
+        if test(mode):
+            return words
+    return "not a regular file"
+
+
+def check_model_file(path: str | os.PathLike[str], *, label: str | None = None) -> os.stat_result:
+    """Check that ``path`` is an existing regular file (a link to one counts), opening nothing.
+
+    Every model path a user gives goes through here before it is opened: a FIFO would block
+    the read forever, a device (``/dev/zero``, ``/dev/urandom``) would read without end, and
+    neither is a model.
+
+    Parameters
+    ----------
+    path : path
+        The model file.
+    label : str, optional
+        How messages name it (default: ``path`` as given).
+
+    Returns
+    -------
+    os.stat_result
+        The file's ``stat`` (its size is what a reader may allocate at most).
+
+    Raises
+    ------
+    ModelNotFoundError
+        The path does not exist, or is a folder, a FIFO, a device, a socket: the message names
+        the path and what it is.
+    ModelLoadError
+        The path cannot be looked at (a folder on the way this user may not enter).
+
+    Examples
+    --------
+    >>> import os
+    >>> from explorer import zoo
+    >>> check_model_file(zoo.save("mlp")).st_size > 0
+    True
+    >>> try:
+    ...     check_model_file(os.devnull)
+    ... except ModelNotFoundError as err:
+    ...     print(err)
+    /dev/null: is a character device, not an ONNX model file
+    """
+    name = os.fspath(path) if label is None else label
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise ModelNotFoundError("no such file", path=name) from None
+    except NotADirectoryError:
+        raise ModelNotFoundError("no such file (a part of the path is not a folder)", path=name) from None
+    except OSError as err:
+        raise ModelLoadError(f"cannot read the file: {err.strerror or err}", path=name) from None
+    if not stat.S_ISREG(info.st_mode):
+        raise _not_a_file(path, name, info.st_mode)
+    return info
+
+
+def _not_a_file(path: str | os.PathLike[str], name: str, mode: int) -> ModelNotFoundError:
+    """The error for a path that is there but is not a regular file, naming what it is."""
+    link = ""
+    with contextlib.suppress(OSError):
+        if os.path.islink(path):
+            link = f" (a link to {os.path.realpath(path)})"
+    return ModelNotFoundError(f"is {file_kind(mode)}{link}, not an ONNX model file", path=name)
+
+
+def open_model_file(path: str | os.PathLike[str], *, label: str | None = None) -> BinaryIO:
+    """Open a model file for reading, once :func:`check_model_file` has taken it.
+
+    The file is opened without blocking and checked again on the open descriptor, so a path
+    swapped for a FIFO between the check and the open is refused too, instead of hanging.
+
+    Parameters
+    ----------
+    path : path
+        The model file.
+    label : str, optional
+        How messages name it (default: ``path`` as given).
+
+    Returns
+    -------
+    BinaryIO
+        The open file (close it, or use it in a ``with`` block).
+
+    Raises
+    ------
+    ModelNotFoundError
+        As :func:`check_model_file`.
+    ModelLoadError
+        The file cannot be opened (permissions).
+
+    Examples
+    --------
+    >>> from explorer import zoo
+    >>> with open_model_file(zoo.save("mlp")) as handle:
+    ...     len(handle.read(4))
+    4
+    """
+    name = os.fspath(path) if label is None else label
+    check_model_file(path, label=label)
+    nonblocking = getattr(os, "O_NONBLOCK", 0)
+    flags = os.O_RDONLY | nonblocking | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as err:
+        raise ModelLoadError(f"cannot read the file: {err.strerror or err}", path=name) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):  # replaced since the check
+            raise _not_a_file(path, name, mode)
+        if nonblocking:
+            os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb")

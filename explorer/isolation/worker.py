@@ -57,7 +57,6 @@ from pathlib import Path
 from typing import Any
 
 from explorer.core.errors import (
-    ModelNotFoundError,
     WorkerCancelled,
     WorkerCrashed,
     WorkerError,
@@ -66,7 +65,7 @@ from explorer.core.errors import (
     WorkerTimeout,
 )
 from explorer.isolation.cpu_cores import size_tvm_thread_pool
-from explorer.isolation.io import move_atomic
+from explorer.isolation.io import check_model_file, move_atomic
 
 __all__ = [
     "ProgressEvent",
@@ -1189,7 +1188,8 @@ def run_on_model(
     Raises
     ------
     ModelNotFoundError
-        ``model`` is a path that is not a file.
+        ``model`` is a path that is not a regular file (missing, a folder, a FIFO, a device), checked
+        before the worker opens it.
     WorkerError
         As in :func:`run`.
 
@@ -1220,8 +1220,7 @@ def _stage_model(model: Any, call_dir: Path) -> Path:
     """Return a path to the model: the given one, or a file written into ``call_dir``."""
     if isinstance(model, (str, os.PathLike)):
         path = Path(os.path.abspath(model))  # a warm worker does not follow the parent's chdir
-        if not path.is_file():
-            raise ModelNotFoundError("no such model file", path=model)
+        check_model_file(path, label=os.fspath(model))  # a FIFO would hang the worker, a device fill it
         return path
     target = call_dir / "model.onnx"
     if isinstance(model, (bytes, bytearray, memoryview)):

@@ -36,13 +36,15 @@ from explorer.core.errors import (
     ModelParseError,
     UnsupportedOpsetError,
 )
-from explorer.core.tensors import format_bytes
+from explorer.core.tensors import PROTOBUF_LIMIT, format_bytes
+from explorer.isolation.io import check_model_file, open_model_file
 from explorer.onnx_adapter.input_shapes import fix_input_shapes
 from explorer.onnx_adapter.shape_inference import BackgroundInference, infer_types, infer_types_isolated
 from explorer.onnx_adapter.weights import (
     LAZY_EXTERNAL_BYTES,
     STRIP_KEEP_BYTES,
     FileStamp,
+    check_declared_sizes,
     check_external_data,
     external_tensors,
     in_model_file,
@@ -253,6 +255,15 @@ def read_model(
     base_dir : Path or None
         The folder external data is resolved against (``None`` when not from a file).
 
+    Raises
+    ------
+    ModelNotFoundError
+        The path is missing, or is a folder, a FIFO, a device or a socket (checked before
+        anything opens it: :func:`explorer.isolation.io.check_model_file`).
+    ModelLoadError
+        Or another of its subclasses: the bytes are not a model, or a tensor declares more
+        values than the file (or the bytes given) could hold.
+
     Examples
     --------
     >>> model, label, base = read_model("zoo:mlp")
@@ -273,7 +284,9 @@ def read_model(
         return model, _in_memory_label(model, "<ModelProto>"), None
     if isinstance(source, (bytes, bytearray, memoryview)):
         model = _parse(bytes(source), "<bytes>")
-        return model, _in_memory_label(model, "<bytes>"), None
+        label = _in_memory_label(model, "<bytes>")
+        check_declared_sizes(model, len(source), label)
+        return model, label, None
     if isinstance(source, str) and source.startswith(ZOO_PREFIX):
         from explorer import zoo
 
@@ -284,13 +297,18 @@ def read_model(
             raise ModelNotFoundError(str(err), path=source) from None
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
-        if weights_in_file and path.is_file():
+        size = check_model_file(path).st_size  # a FIFO, a device, a folder: refused before anything opens it
+        model = None
+        if weights_in_file:
             # named by the resolved file, which lies in base_dir; tensors up to 64 KiB load (their values
             # are read to draw them, and shape inference reads them)
             model = read_model_lazily(path.resolve(), STRIP_KEEP_BYTES)
-            if model is not None and model.HasField("graph") and model.ir_version > 0:
-                return model, str(path), path.resolve().parent
-        return _parse(_read_file(path), str(path)), str(path), path.resolve().parent
+            if model is None or not model.HasField("graph") or model.ir_version <= 0:
+                model = None
+        if model is None:
+            model = _parse(_read_file(path), str(path))
+        check_declared_sizes(model, size, str(path))  # before anything trusts a shape the file cannot hold
+        return model, str(path), path.resolve().parent
     if _is_torch_module(source):
         return _export_torch(source, example_inputs), f"<torch {type(source).__name__}>", None
     raise TypeError(
@@ -305,15 +323,22 @@ def _in_memory_label(model: ModelProto, fallback: str) -> str:
 
 
 def _read_file(path: Path) -> bytes:
-    if not path.exists():
-        raise ModelNotFoundError("no such file", path=path)
-    if path.is_dir():
-        raise ModelNotFoundError("is a folder, not an ONNX model file", path=path)
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as err:
-        raise ModelLoadError(f"cannot read the file: {err.strerror or err}", path=path) from None
+    """The bytes of a model file, read only when it is a regular file that one protobuf message can hold."""
+    with open_model_file(path) as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size == 0:
+            raise EmptyModelError("the file is empty (0 bytes)", path=path)
+        if size > PROTOBUF_LIMIT:
+            raise ModelParseError(
+                f"not an ONNX model: the file is {format_bytes(size)}, larger than the 2 GiB one protobuf "
+                "message can hold, and it does not parse as a model whose weights stay in the file "
+                "(an ONNX model that large keeps its weights in external data files)",
+                path=path,
+            )
+        try:
+            data = handle.read(size)  # at most its length: a file that grows is not read without end
+        except OSError as err:
+            raise ModelLoadError(f"cannot read the file: {err.strerror or err}", path=path) from None
     if not data:
         raise EmptyModelError("the file is empty (0 bytes)", path=path)
     return data

@@ -23,7 +23,9 @@ Examples
 from __future__ import annotations
 
 import hashlib
+import math
 import os
+import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
@@ -33,8 +35,14 @@ import numpy as np
 import onnx
 from onnx import ModelProto, TensorProto, numpy_helper
 
-from explorer.core.errors import ExternalDataError, MissingExternalDataError, UnsafeExternalDataError
-from explorer.core.tensors import STATS_CHUNK, array_stats, chunk_stats, dtype_bits, shape_bytes
+from explorer.core.errors import (
+    ExternalDataError,
+    InvalidModelError,
+    MissingExternalDataError,
+    UnsafeExternalDataError,
+)
+from explorer.core.tensors import STATS_CHUNK, array_stats, chunk_stats, dtype_bits, format_bytes, shape_bytes
+from explorer.isolation.io import file_kind, open_model_file
 from explorer.onnx_adapter.protos import iter_graphs
 
 __all__ = [
@@ -46,6 +54,7 @@ __all__ = [
     "external_tensors",
     "external_span",
     "check_external_data",
+    "check_declared_sizes",
     "read_span",
     "tensor_array",
     "tensor_digest",
@@ -233,8 +242,12 @@ def external_span(tensor: TensorProto, base_dir: Path, label: str = "<model>") -
     path = _safe_location(tensor, base_dir, label)
     fields = _fields(tensor)
     what = f"external data of tensor {tensor.name!r} ({str(path)!r})"
-    if not path.is_file():
-        raise MissingExternalDataError(f"{what}: the file does not exist", path=label)
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        raise MissingExternalDataError(f"{what}: the file does not exist", path=label) from None
+    if not stat.S_ISREG(mode):  # a FIFO would block the read, a device read without end
+        raise ExternalDataError(f"{what}: is {file_kind(mode)}, not a data file", path=label)
     try:
         offset = int(fields.get("offset", "0") or 0)
         length_field = fields.get("length")
@@ -276,6 +289,81 @@ def check_external_data(
     for tensor in tensors:
         _safe_location(tensor, base_dir, label)
     return [external_span(tensor, base_dir, label) for tensor in tensors]
+
+
+def _held_tensors(model: ModelProto) -> Iterator[TensorProto]:
+    """Every tensor of the model whose values are in the proto: initializers and tensor attributes of
+    every graph and function, not external ones."""
+    nodes: list[Iterable[onnx.NodeProto]] = [function.node for function in model.functions]
+    for graph, _ in iter_graphs(model.graph):
+        yield from (t for t in graph.initializer if t.data_location != TensorProto.EXTERNAL)
+        nodes.append(graph.node)
+    for node in (node for group in nodes for node in group):
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.TENSOR:
+                tensors: Iterable[TensorProto] = (attr.t,)
+            elif attr.type == onnx.AttributeProto.TENSORS:
+                tensors = attr.tensors
+            else:
+                continue
+            yield from (t for t in tensors if t.data_location != TensorProto.EXTERNAL)
+
+
+def check_declared_sizes(model: ModelProto, source_bytes: int, label: str = "<model>") -> None:
+    """Refuse a tensor whose declared shape holds more values than the whole source could store.
+
+    A tensor with values in the proto stores each at least in one byte (4-bit types: half a
+    byte), so its shape can declare at most that many for a source of ``source_bytes``: a
+    115-byte file whose initializer declares ``[1000000, 1000000]`` floats is corrupt, and
+    whatever would trust that shape (allocate it, count it as 4 TB of weights) is not reached.
+    Reads nothing: neither the values nor (costly for large tensors) their lengths.
+
+    Parameters
+    ----------
+    model : onnx.ModelProto
+        The model as read (external tensors are checked by :func:`external_span` instead).
+    source_bytes : int
+        The length of what it was read from: the model file, or the bytes given.
+    label : str
+        The model's name in error messages.
+
+    Raises
+    ------
+    InvalidModelError
+        Naming the tensor, its declared shape and size, and the source's size.
+
+    Examples
+    --------
+    >>> from onnx import helper
+    >>> w = TensorProto(name="W", data_type=TensorProto.FLOAT, dims=[1000, 1000], raw_data=b"0123")
+    >>> model = helper.make_model(helper.make_graph([], "g", [], [], initializer=[w]))
+    >>> try:
+    ...     check_declared_sizes(model, 200, "m.onnx")
+    ... except InvalidModelError as err:
+    ...     print(err)  # doctest: +NORMALIZE_WHITESPACE
+    m.onnx: tensor 'W' declares shape [1000, 1000] (float32, 3.8 MiB) but the whole model is 200 B: its
+    values cannot be in it (a corrupt or hand-edited model)
+    """
+    for tensor in _held_tensors(model):
+        dims = tuple(int(d) for d in tensor.dims)
+        if any(d < 0 for d in dims) or not _has_values(tensor):
+            continue
+        count = math.prod(dims)
+        least = math.ceil(count * min(dtype_bits(tensor.data_type) or 8, 8) / 8)
+        if least <= source_bytes:
+            continue
+        try:
+            dtype = onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type).name
+            if tensor.data_type == TensorProto.BFLOAT16:
+                dtype = "bfloat16"
+        except (KeyError, TypeError, ValueError):
+            dtype = f"type {tensor.data_type}"
+        size = format_bytes(shape_bytes(dims, tensor.data_type) or least)
+        raise InvalidModelError(
+            f"tensor {tensor.name!r} declares shape {list(dims)} ({dtype}, {size}) but the whole model is "
+            f"{format_bytes(source_bytes)}: its values cannot be in it (a corrupt or hand-edited model)",
+            path=label,
+        )
 
 
 def read_span(span: ExternalSpan) -> bytes:
@@ -584,7 +672,15 @@ def _has_values(tensor: TensorProto) -> bool:
     """Whether a tensor still carries values or a location (a stripped one carries neither)."""
     return tensor.data_location == TensorProto.EXTERNAL or any(
         tensor.HasField("raw_data") if name == "raw_data" else len(getattr(tensor, name)) > 0
-        for name in ("raw_data", "float_data", "int32_data", "int64_data", "double_data", "uint64_data")
+        for name in (
+            "raw_data",
+            "float_data",
+            "int32_data",
+            "int64_data",
+            "double_data",
+            "uint64_data",
+            "string_data",
+        )
     )
 
 
@@ -815,6 +911,12 @@ def read_model_lazily(
         (empty, truncated, another format): the caller parses it the usual way,
         which says what is wrong.
 
+    Raises
+    ------
+    ModelNotFoundError
+        The path is missing, or not a regular file (a FIFO, a device, a folder):
+        :func:`explorer.isolation.io.check_model_file`, before anything is opened.
+
     Examples
     --------
     >>> import os
@@ -829,10 +931,10 @@ def read_model_lazily(
     """
     path = Path(path)
     try:
-        with open(path, "rb") as handle:
-            if os.fstat(handle.fileno()).st_size == 0:
-                return None
+        with open_model_file(path) as handle:
             size = os.fstat(handle.fileno()).st_size
+            if size == 0:
+                return None
             data = _Scan(_FileBytes(handle, size), path.name, min_bytes).model(0, size)
     except (OSError, ValueError, BufferError):  # _WireError is a ValueError
         return None

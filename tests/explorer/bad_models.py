@@ -27,6 +27,7 @@ __all__ = [
     "endless_loop",
     "external_data_past_eof",
     "external_data_huge_length",
+    "declared_shape_past_file",
 ]
 
 OPSET = 17
@@ -279,3 +280,24 @@ def external_data_past_eof(folder: Path) -> Path:
 def external_data_huge_length(folder: Path) -> Path:
     """Write a model whose external tensor claims 1e15 bytes of a 16-byte data file."""
     return _external_model(folder, "huge_length", offset=0, length=10**15)
+
+
+def declared_shape_past_file(where: str = "initializer") -> onnx.ModelProto:
+    """``x + W`` where W declares ``[1000000, 1000000]`` floats (4 TB) but holds 16 bytes of values.
+
+    ``where``: ``"initializer"`` (W's bytes in ``raw_data``), ``"float_data"`` (four floats) or
+    ``"constant"`` (W is a ``Constant`` node's value). The serialized model is about 120 bytes.
+    """
+    weight = TensorProto(name="W", data_type=TensorProto.FLOAT, dims=TERA_SHAPE)
+    if where == "float_data":
+        weight.float_data.extend([0.0] * 4)
+    else:
+        weight.raw_data = bytes(16)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, TERA_SHAPE)
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, TERA_SHAPE)
+    nodes = [helper.make_node("Add", ["x", "W"], ["y"])]
+    initializers = [weight]
+    if where == "constant":
+        nodes.insert(0, helper.make_node("Constant", [], ["W"], value=weight))
+        initializers = []
+    return _model(helper.make_graph(nodes, "declared_shape_past_file", [x], [y], initializer=initializers))

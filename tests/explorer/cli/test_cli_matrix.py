@@ -6,7 +6,10 @@ input, else 2, or 3 for a model that does not import or lower), never 1 or "inte
 traceback, stderr naming the problem and the file, the input files byte-identical afterwards, no
 partial or temp file beside the output, and a ``--json`` stdout that parses (with an ``"error"``
 whose exit code is the process's on failure). Cells for a read-only output folder run in a forked
-child that drops to an unprivileged user (root writes through any mode bits).
+child that drops to an unprivileged user (root writes through any mode bits). Cells whose input,
+mishandled, reads without end or blocks forever (a device, a FIFO, a socket, sizes past the file)
+run in a fresh process capped at 2 GiB of address space and a minute
+(:mod:`tests.explorer.capped`), so a regression fails its cell instead of taking the machine down.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import io
 import json
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator, Mapping
@@ -30,6 +34,8 @@ from onnx import TensorProto, helper
 from explorer import zoo
 from explorer.cli import main
 from tests.conftest import tiny_model
+from tests.explorer import bad_models
+from tests.explorer.capped import run_cli_capped
 
 COMMANDS = ("info", "passes", "diff", "report", "lower", "bench", "coverage", "prepare")
 WITH_OUTPUT = ("passes", "report", "prepare")
@@ -72,7 +78,7 @@ class Case:
     """One row of the table: an input class, run through every command it applies to."""
 
     name: str
-    model: str  # a file of the models fixture, or "missing" / "folder"
+    model: str  # a file of the models fixture, missing / folder / fifo / socket / zero-link, or /dev/NAME
     expect: int | Mapping[str, int]  # the exit code, or per command (others: the "*" entry)
     says: str | Mapping[str, str] = ""  # in stderr when the command fails (or per command)
     shape: str | None = None  # --input-shape
@@ -80,6 +86,8 @@ class Case:
     force: bool = False
     commands: tuple[str, ...] = COMMANDS
     xfail: Mapping[str, str] = field(default_factory=dict)  # command -> the bug, for strict xfail
+    beside: tuple[str, ...] = ()  # files of the models fixture copied beside the model (its external data)
+    capped: bool = False  # run in a fresh process under a memory cap and a time limit
 
     def code(self, command: str) -> int:
         if isinstance(self.expect, int):
@@ -93,6 +101,26 @@ class Case:
 CASES = (
     Case("not a file", "missing", 2, "no such file"),
     Case("a folder", "folder", 2, "is a folder"),
+    Case("/dev/zero", "/dev/zero", 2, "is a character device, not an ONNX model file", capped=True),
+    Case("/dev/urandom", "/dev/urandom", 2, "is a character device, not an ONNX model file", capped=True),
+    Case("a link to /dev/zero", "zero-link", 2, "is a character device (a link to /dev/zero)", capped=True),
+    Case("a FIFO", "fifo", 2, "is a FIFO (named pipe), not an ONNX model file", capped=True),
+    Case("a socket", "socket", 2, "is a socket, not an ONNX model file", capped=True),
+    Case(
+        "a shape past the file",
+        "declared.onnx",
+        2,
+        "tensor 'W' declares shape [1000000, 1000000] (float32, 3725.3 GiB) but the whole model is",
+        capped=True,
+    ),
+    Case(
+        "external data past the file",
+        "past_eof.onnx",
+        2,
+        "offset 1,000,000 + length 16 bytes points past the end of the 16-byte file",
+        beside=("weights.bin",),
+        capped=True,
+    ),
     Case("empty file", "empty.onnx", 2, "empty"),
     Case("text file", "text.onnx", 2, "not a valid ONNX protobuf"),
     Case("truncated protobuf", "truncated.onnx", 2, "not a valid ONNX protobuf"),
@@ -176,6 +204,8 @@ def models() -> Iterator[Path]:
         data = (folder / "tiny.onnx").read_bytes()
         (folder / "truncated.onnx").write_bytes(data[: len(data) // 2])
         (folder / "folder.onnx").mkdir()
+        (folder / "declared.onnx").write_bytes(bad_models.declared_shape_past_file().SerializeToString())
+        bad_models.external_data_past_eof(folder)  # past_eof.onnx and weights.bin
         for item in folder.iterdir():
             item.chmod(0o755 if item.is_dir() else 0o644)
         yield folder
@@ -282,13 +312,25 @@ def check_cell(case: Case, command: str, models: Path, base: Path) -> None:
     elif case.model == "folder":
         model = inputs / "folder.onnx"
         model.mkdir()
+    elif case.model.startswith("/dev/"):
+        model = Path(case.model)
+    elif case.model in ("fifo", "socket", "zero-link"):
+        model = inputs / "model.onnx"
+        if case.model == "fifo":
+            os.mkfifo(model)
+        elif case.model == "socket":
+            with socket.socket(socket.AF_UNIX) as server:
+                server.bind(str(model))  # the file stays after the socket closes
+        else:
+            model.symlink_to("/dev/zero")
     else:
         model = inputs / case.model
-        shutil.copyfile(models / case.model, model)
-        model.chmod(0o644)
+        for name in (case.model, *case.beside):
+            shutil.copyfile(models / name, inputs / name)
+            (inputs / name).chmod(0o644)
     reference = models / "tiny.onnx"
     output = outputs / OUTPUT_NAME.get(command, "unused")
-    runner = run
+    runner = run_cli_capped if case.capped else run
     if case.output == "input":
         output = model
     elif case.output == "hardlink":
@@ -332,9 +374,24 @@ def check_cell(case: Case, command: str, models: Path, base: Path) -> None:
     left = sorted(os.listdir(outputs))
     made = [output.name] if expected == 0 and command in WITH_OUTPUT and output.parent == outputs else []
     assert left == sorted({*listed, *made}), left
-    assert sorted(os.listdir(inputs)) == ([model.name] if model.exists() else []), os.listdir(inputs)
+    placed = [model.name, *case.beside] if model.parent == inputs and model.exists() else []
+    assert sorted(os.listdir(inputs)) == sorted(placed), os.listdir(inputs)
     if expected == 0 and command in ("passes", "prepare"):
         onnx.checker.check_model(onnx.load(output))  # a whole model where it was asked for
+
+
+@pytest.mark.parametrize("second", ["/dev/zero", "fifo"])
+def test_diff_refuses_a_device_or_a_fifo_as_its_second_model(second: str, tmp_path: Path) -> None:
+    """``diff zoo:mlp /dev/zero`` read without end once the first model had loaded."""
+    if second == "fifo":
+        second = str(tmp_path / "after.onnx")
+        os.mkfifo(second)
+    done = run_cli_capped("diff", "zoo:mlp", second, "--json")
+    what = "a character device" if second == "/dev/zero" else "a FIFO (named pipe)"
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert done.stderr == f"onnx-explorer: error: {second}: is {what}, not an ONNX model file\n"
+    error = json.loads(done.stdout)["error"]
+    assert error["type"] == "ModelNotFoundError" and error["path"] == second and error["exit_code"] == 2
 
 
 @pytest.mark.parametrize(

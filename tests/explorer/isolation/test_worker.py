@@ -506,6 +506,20 @@ def test_missing_model_file_is_a_typed_error(tmp_path):
         worker.run_on_model(check_model, tmp_path / "missing.onnx")
 
 
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_fifo_or_a_device_never_reaches_the_worker(tmp_path, kind):
+    """Refused in the parent by its stat: the worker would wait on the FIFO, or read /dev/zero to its cap."""
+    path = tmp_path / "model.onnx"
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to("/dev/zero")
+    what = "a FIFO (named pipe)" if kind == "fifo" else "a character device (a link to /dev/zero)"
+    with pytest.raises(ModelNotFoundError) as info:  # a regression: a worker out of memory or time, soon
+        worker.run_on_model(check_model, path, memory_mb=1024, timeout=60)
+    assert str(info.value) == f"{path}: is {what}, not an ONNX model file"
+
+
 def test_move_atomic_copies_across_file_systems(tmp_path, monkeypatch):
     """When a rename cannot cross file systems, the output is copied beside its target, then renamed."""
     real_replace = os.replace

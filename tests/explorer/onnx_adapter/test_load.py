@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +28,8 @@ from explorer.core.errors import (
     UnsupportedOpsetError,
 )
 from tests.conftest import digest, tiny_model
+from tests.explorer import bad_models
+from tests.explorer.capped import load_capped
 
 
 def test_loads_path_bytes_and_modelproto_alike(tiny_path: Path) -> None:
@@ -162,6 +167,119 @@ def test_truncated_protobuf(tmp_path: Path, keep: float) -> None:
     with pytest.raises(ModelLoadError, match=r"truncated\.onnx") as info:
         load(path)
     assert isinstance(info.value, (ModelParseError, InvalidModelError))
+
+
+# --- not a regular file, or sizes past the file: refused before anything is read ---------------
+# Each in a fresh process capped at 2 GiB of address space and a minute (tests.explorer.capped): a
+# regression reads /dev/zero into a MemoryError or blocks on the FIFO, and fails here instead of
+# taking the machine down.
+
+
+def _special_file(kind: str, folder: Path) -> Path:
+    """A path of ``kind``: a device, a FIFO or a socket named like a model, or a link to /dev/zero."""
+    if kind.startswith("/dev/"):
+        return Path(kind)
+    path = folder / "model.onnx"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "socket":
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.bind(str(path))  # the file stays after the socket closes
+    elif kind == "link to /dev/zero":
+        path.symlink_to("/dev/zero")
+    return path
+
+
+SPECIAL_FILES = {
+    "/dev/zero": "is a character device, not an ONNX model file",
+    "/dev/urandom": "is a character device, not an ONNX model file",
+    "fifo": "is a FIFO (named pipe), not an ONNX model file",
+    "socket": "is a socket, not an ONNX model file",
+    "link to /dev/zero": "is a character device (a link to /dev/zero), not an ONNX model file",
+}
+
+
+@pytest.mark.parametrize("kind", list(SPECIAL_FILES))
+def test_a_device_fifo_or_socket_is_refused_before_it_is_opened(kind: str, tmp_path: Path) -> None:
+    path = _special_file(kind, tmp_path)
+    outcome = load_capped(path)
+    assert outcome["type"] == "ModelNotFoundError", outcome
+    assert outcome["message"] == f"{path}: {SPECIAL_FILES[kind]}"
+
+
+def test_a_fifo_is_refused_in_this_process_too(tmp_path: Path) -> None:
+    """As a notebook calls it. The FIFO has no writer: opening it would block until one came. (Only
+    the FIFO here: a device read without end in the test process would take the machine down.)"""
+    path = _special_file("fifo", tmp_path)
+    outcome: list[BaseException] = []
+
+    def attempt() -> None:
+        try:
+            load(path)
+        except BaseException as err:
+            outcome.append(err)
+
+    thread = threading.Thread(target=attempt, daemon=True)
+    thread.start()
+    thread.join(timeout=30)
+    if thread.is_alive():  # unblock the reader a regression left waiting, then fail
+        with contextlib.suppress(OSError):
+            os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+        pytest.fail(f"load({str(path)!r}) did not return in 30 s")
+    assert len(outcome) == 1 and isinstance(outcome[0], ModelNotFoundError), outcome
+    assert str(outcome[0]) == f"{path}: {SPECIAL_FILES['fifo']}"
+
+
+@pytest.mark.parametrize("where", ["initializer", "float_data", "constant"])
+def test_a_tensor_declaring_more_values_than_the_file_holds_is_refused(where: str, tmp_path: Path) -> None:
+    path = tmp_path / "declared.onnx"
+    path.write_bytes(bad_models.declared_shape_past_file(where).SerializeToString())
+    outcome = load_capped(path)
+    assert outcome["type"] == "InvalidModelError" and "ModelLoadError" in outcome["mro"], outcome
+    size = path.stat().st_size
+    assert outcome["message"] == (
+        f"{path}: tensor 'W' declares shape [1000000, 1000000] (float32, 3725.3 GiB) but the whole model "
+        f"is {size} B: its values cannot be in it (a corrupt or hand-edited model)"
+    )
+    with pytest.raises(InvalidModelError, match="declares shape"):
+        load(path.read_bytes())  # the bytes given are the bound too
+
+
+@pytest.mark.parametrize(
+    ("build", "says"),
+    [
+        (bad_models.external_data_past_eof, "offset 1,000,000 + length 16 bytes points past the end"),
+        (bad_models.external_data_huge_length, "length 1,000,000,000,000,000 bytes points past the end"),
+    ],
+    ids=["offset past the end", "length past the end"],
+)
+def test_external_data_past_the_data_file_is_refused_under_a_cap(build, says: str, tmp_path: Path) -> None:
+    outcome = load_capped(build(tmp_path / "model"))
+    assert outcome["type"] == "MissingExternalDataError", outcome
+    assert says in outcome["message"] and "of the 16-byte file" in outcome["message"]
+
+
+def test_an_external_data_file_that_is_a_fifo_is_refused(tmp_path: Path) -> None:
+    path = _external_model(tmp_path, write=False)
+    os.mkfifo(tmp_path / "weights.bin")
+    with pytest.raises(
+        ExternalDataError, match=r"weights\.bin'\): is a FIFO \(named pipe\), not a data file"
+    ):
+        load(path)
+
+
+def test_well_formed_tensors_are_not_refused(tmp_path: Path) -> None:
+    """The bound is a floor (a value takes at least a byte, 4-bit ones half): real models pass it, and so
+    do shape-only tensors (no values at all), which loading a weightless copy has."""
+    from explorer import zoo
+    from explorer.onnx_adapter.weights import stripped_copy
+
+    path = tmp_path / "resnet.onnx"
+    onnx.save(zoo.build("resnet18"), path)
+    assert load(path).summary().initializers > 0
+    stripped = tmp_path / "stripped.onnx"
+    onnx.save(stripped_copy(zoo.build("resnet18")), stripped)
+    assert load(stripped).summary().params > stripped.stat().st_size
 
 
 def _graph(nodes, inputs=("x",), outputs=("y",), initializers=()) -> onnx.ModelProto:

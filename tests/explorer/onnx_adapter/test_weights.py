@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,11 +15,19 @@ import pytest
 from onnx import TensorProto
 
 from explorer import load, zoo
-from explorer.core.errors import MissingExternalDataError, ModelTooLargeError, UnsafeExternalDataError
+from explorer.core.errors import (
+    ExternalDataError,
+    InvalidModelError,
+    MissingExternalDataError,
+    ModelTooLargeError,
+    UnsafeExternalDataError,
+)
 from explorer.core.tensors import array_stats, chunk_stats
 from explorer.onnx_adapter.weights import (
     LAZY_EXTERNAL_BYTES,
     STRIP_KEEP_BYTES,
+    check_declared_sizes,
+    external_span,
     model_bytes,
     stripped_copy,
     tensor_array,
@@ -254,3 +263,73 @@ def test_passes_output_of_a_model_with_external_weights_keeps_its_weights(
     original = {t.name: onnx.numpy_helper.to_array(t) for t in onnx.load(lazy_model).graph.initializer}
     assert sorted(saved) == sorted(original)
     assert all(np.array_equal(saved[name], original[name]) for name in original)
+
+
+# --- declared sizes against the source's length ------------------------------------------------
+
+
+def _with_tensor(tensor: TensorProto, where: str = "initializer") -> onnx.ModelProto:
+    """A model holding ``tensor``: an initializer, a Constant's value, a TENSORS attribute, in a function."""
+    from onnx import helper
+
+    graph = helper.make_graph([], "g", [], [])
+    model = helper.make_model(graph)
+    if where == "initializer":
+        graph.initializer.append(tensor)
+    elif where == "constant":
+        graph.node.append(helper.make_node("Constant", [], ["c"], value=tensor))
+    elif where == "tensors":
+        node = helper.make_node("Custom", [], ["c"], domain="acme")
+        node.attribute.append(helper.make_attribute("values", [tensor]))
+        graph.node.append(node)
+    elif where == "function":
+        constant = helper.make_node("Constant", [], ["c"], value=tensor)
+        model.functions.append(helper.make_function("acme", "f", [], ["c"], [constant], []))
+    model.graph.CopyFrom(graph)
+    return model
+
+
+@pytest.mark.parametrize("where", ["initializer", "constant", "tensors", "function"])
+def test_a_declared_shape_past_the_source_is_refused_wherever_the_tensor_is(where: str) -> None:
+    tensor = TensorProto(name="W", data_type=TensorProto.FLOAT, dims=[1000, 1000], raw_data=bytes(16))
+    with pytest.raises(InvalidModelError, match=r"m\.onnx: tensor 'W' declares shape \[1000, 1000\]"):
+        check_declared_sizes(_with_tensor(tensor, where), 10_000, "m.onnx")
+
+
+@pytest.mark.parametrize(
+    ("tensor", "source_bytes"),
+    [
+        # each value takes at least a byte (here: varints of 0 in int32_data for float16, 2 bytes each)
+        (TensorProto(name="h", data_type=TensorProto.FLOAT16, dims=[100], int32_data=[0] * 100), 110),
+        # 4-bit values: two to a byte
+        (TensorProto(name="q", data_type=TensorProto.INT4, dims=[200], raw_data=bytes(100)), 110),
+        (TensorProto(name="s", data_type=TensorProto.STRING, dims=[3], string_data=[b"a", b"b", b"c"]), 20),
+        (TensorProto(name="shape_only", data_type=TensorProto.FLOAT, dims=[10**6, 10**6]), 20),
+        (TensorProto(name="empty", data_type=TensorProto.FLOAT, dims=[0, 10**9], raw_data=b""), 20),
+        (TensorProto(name="corrupt_dims", data_type=TensorProto.INT64, dims=[-1], raw_data=bytes(8)), 20),
+    ],
+    ids=lambda value: getattr(value, "name", str(value)),
+)
+def test_tensors_that_can_be_in_the_source_pass(tensor: TensorProto, source_bytes: int) -> None:
+    check_declared_sizes(_with_tensor(tensor), source_bytes)
+
+
+def test_external_tensors_are_left_to_their_span_check() -> None:
+    tensor = TensorProto(name="W", data_type=TensorProto.FLOAT, dims=[10**6, 10**6])
+    tensor.data_location = TensorProto.EXTERNAL
+    check_declared_sizes(_with_tensor(tensor), 20)  # external_span checks it against its data file
+
+
+def test_a_zoo_model_saved_passes() -> None:
+    path = zoo.save("resnet18")
+    check_declared_sizes(onnx.load(path), path.stat().st_size, str(path))
+
+
+def test_an_external_data_file_that_is_not_a_file_is_refused(tmp_path: Path) -> None:
+    tensor = TensorProto(name="W", data_type=TensorProto.FLOAT, dims=[4])
+    tensor.data_location = TensorProto.EXTERNAL
+    entry = tensor.external_data.add()
+    entry.key, entry.value = "location", "weights.bin"
+    os.mkfifo(tmp_path / "weights.bin")
+    with pytest.raises(ExternalDataError, match=r"is a FIFO \(named pipe\), not a data file"):
+        external_span(tensor, tmp_path, "m.onnx")

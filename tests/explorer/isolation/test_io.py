@@ -1,0 +1,104 @@
+"""Model paths on the way in: only a regular file is opened, and nothing blocks on a FIFO."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from pathlib import Path
+
+import pytest
+
+from explorer.core.errors import ModelLoadError, ModelNotFoundError
+from explorer.isolation import io
+from explorer.isolation.io import check_model_file, file_kind, open_model_file
+
+
+def _fifo(folder: Path) -> Path:
+    path = folder / "model.onnx"
+    os.mkfifo(path)
+    return path
+
+
+def test_file_kind_names_each_kind(tmp_path: Path) -> None:
+    sock = tmp_path / "sock"
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(sock))
+    (tmp_path / "file").write_bytes(b"x")
+    kinds = {
+        tmp_path: "a folder",
+        _fifo(tmp_path): "a FIFO (named pipe)",
+        Path("/dev/zero"): "a character device",
+        sock: "a socket",
+        tmp_path / "file": "a regular file",
+    }
+    assert {path: file_kind(os.stat(path).st_mode) for path in kinds} == kinds
+
+
+def test_a_regular_file_and_a_link_to_one_are_taken(tmp_path: Path) -> None:
+    path = tmp_path / "m.onnx"
+    path.write_bytes(b"abc")
+    (tmp_path / "link.onnx").symlink_to(path)
+    assert check_model_file(tmp_path / "link.onnx").st_size == 3
+    with open_model_file(tmp_path / "link.onnx") as handle:
+        assert handle.read() == b"abc"
+
+
+@pytest.mark.parametrize(
+    ("make", "says"),
+    [
+        (lambda folder: folder / "missing.onnx", "no such file"),
+        (
+            lambda folder: folder / "m.onnx" / "inner.onnx",
+            "no such file (a part of the path is not a folder)",
+        ),
+        (lambda folder: folder, "is a folder, not an ONNX model file"),
+        (_fifo, "is a FIFO (named pipe), not an ONNX model file"),
+    ],
+    ids=["missing", "under a file", "folder", "fifo"],
+)
+def test_anything_else_is_refused_naming_the_path(make, says: str, tmp_path: Path) -> None:
+    (tmp_path / "m.onnx").write_bytes(b"abc")
+    path = make(tmp_path)
+    with pytest.raises(ModelNotFoundError) as info:
+        check_model_file(path)
+    assert str(info.value) == f"{path}: {says}" and info.value.path == str(path)
+
+
+def test_a_label_names_the_path_in_messages(tmp_path: Path) -> None:
+    with pytest.raises(ModelNotFoundError) as info:
+        check_model_file(_fifo(tmp_path), label="the model")
+    assert str(info.value) == "the model: is a FIFO (named pipe), not an ONNX model file"
+
+
+def test_a_fifo_swapped_in_after_the_check_is_refused_not_waited_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check passed (a regular file then); the open finds a FIFO without a writer: refused at once."""
+    path = _fifo(tmp_path)
+    monkeypatch.setattr(io, "check_model_file", lambda *args, **kwargs: None)
+    outcome: list[BaseException] = []
+
+    def attempt() -> None:
+        try:
+            open_model_file(path).close()
+        except BaseException as err:
+            outcome.append(err)
+
+    thread = threading.Thread(target=attempt, daemon=True)
+    thread.start()
+    thread.join(timeout=30)
+    if thread.is_alive():
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))  # unblock the reader, then fail
+        pytest.fail("open_model_file waited on a FIFO")
+    assert len(outcome) == 1 and isinstance(outcome[0], ModelNotFoundError), outcome
+    assert "is a FIFO (named pipe), not an ONNX model file" in str(outcome[0])
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads through any mode bits")
+def test_an_unreadable_file_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "m.onnx"
+    path.write_bytes(b"abc")
+    path.chmod(0)
+    with pytest.raises(ModelLoadError, match="cannot read the file: Permission denied"):
+        open_model_file(path)
