@@ -75,7 +75,9 @@ def test_figure_widgets_share_one_bundle_and_send_a_small_esm() -> None:
     state = first.get_state()
     shared = f"IPY_MODEL_{bundle_widget().model_id}"
     assert state["_oge_bundle"] == second.get_state()["_oge_bundle"] == shared
-    assert len(state["_esm"]) < 10_000 < len(bundle_widget().code) < len(zlib.decompress(bundle_widget().code))
+    assert (
+        len(state["_esm"]) < 10_000 < len(bundle_widget().code) < len(zlib.decompress(bundle_widget().code))
+    )
     assert state["_oge_bundle_key"] == bundle_widget().key
 
 
