@@ -12,9 +12,16 @@ The runtimes, each on the same prompt (``--prompt-tokens``) and decode steps up 
 (:func:`explorer.runtimes.generation.generation_benchmark`): ``ort`` (our own loop, the
 baseline), ``ort-genai`` (onnxruntime-genai's ``Generator``, on the builder's models), ``torch-eager``
 (the graph node by node as ``torch`` calls; it takes no contrib op), ``tvm`` (default schedules;
-``--fix`` rewrites the contrib ops and fixes each call's shapes), ``tvm-tuned`` (tuned for
-``--tune-minutes`` first, when given), ``iree``. A runtime that refuses the model is listed with its
+``--fix`` rewrites the contrib ops and fixes each call's shapes), ``tvm-tuned`` (pre-tuned: with
+``--tune-minutes``, after ``tvm``), ``iree``. A runtime that refuses the model is listed with its
 reason, not dropped in silence.
+
+TVM pre-tuned: before a model's rows are timed, an untimed pass tunes its two compiles (the prompt's
+shapes and a decode step's) with MetaSchedule into ``--folder``/tuning, ``--tune-minutes`` per
+model, half to each compile (a model, shapes and budget tuned there before is not tuned again);
+the workers are then closed, so the ``tvm-tuned`` row prepares anew: its prepare time is the two
+compiles with the records, and it says how many tasks were tuned, with how many trials, and how
+many of each compile's tasks have a record (the rest keep their default schedule).
 
 Each row: prefill and decode tokens/s, each as a ratio to ONNX Runtime's, decode's share of the
 bandwidth bound (weights and KV cache read once a step, over this machine's measured bandwidth),
@@ -22,19 +29,22 @@ whether the logits agree with ONNX Runtime's, and the preparation time.
 
 Run: ``.venv/bin/python benchmarks/llm_benchmark.py [--models genai-int4,genai-fp32,torch]
 [--runtimes ort,ort-genai,torch-eager,tvm,iree] [--prompt-tokens 128] [--context 1024]
-[--decode-steps 8] [--tune-minutes 0] [--folder build/llm_benchmark] [--json]``.
+[--decode-steps 8] [--tune-minutes 0] [--folder build/llm_benchmark] [--json] [--out FILE]``; the
+rows go to stdout as they are measured, the JSON (``--json``, or into ``--out``) at the end.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from explorer import load
 from explorer.core.errors import ExplorerError
+from explorer.isolation import worker
 from explorer.runtimes.bench import bench, get_runtime
 from explorer.runtimes.environment import environment
 
@@ -62,9 +72,65 @@ def model_path(name: str, folder: Path) -> Path:
 
 
 def _runtime(name: str, tune_minutes: float, tuning_root: Path) -> Any:
-    if name == "tvm-tuned":
-        return get_runtime("tvm", tune_minutes=tune_minutes, tuning_root=str(tuning_root))
+    if name == "tvm-tuned":  # the model's budget, half to each of its two compiles
+        return get_runtime("tvm", tune_minutes=tune_minutes / 2, tuning_root=str(tuning_root))
     return get_runtime(name)
+
+
+TUNING_KEYS = ("tasks", "tasks_with_records", "trials_run", "tune_s", "tuned_before", "out_of_time")
+"""What the ``tuning`` of a ``tvm-tuned`` row says of each compile (and ``tasks_tuned``: the tasks
+the plan gave trials)."""
+
+
+def _tuning(info: dict[str, Any]) -> dict[str, Any]:
+    """A compile's tuning figures (:data:`TUNING_KEYS`), from its session's info."""
+    found = {key: info.get(key) for key in TUNING_KEYS}
+    found["tasks_tuned"] = sum(1 for plan in info.get("plan") or () if plan.get("tuned"))
+    found["defaults_rejected"] = sorted(info.get("defaults_rejected") or ())
+    return found
+
+
+def _pretune(graph: Any, runtime: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """The untimed pass: tune the model's prompt and decode compiles into the tuning folder (a key
+    tuned there with this budget before is only compiled), then close the workers, so that the
+    timed row prepares anew from the records. Returns each compile's tuning figures."""
+    started = time.perf_counter()
+    try:
+        report = bench(
+            graph,
+            [runtime],
+            generation=True,
+            prompt_tokens=args.prompt_tokens,
+            context=args.context,
+            decode_steps=args.decode_steps,
+            fix=True,
+        )
+    except ExplorerError as err:
+        return {"refused": str(err).splitlines()[0], "seconds": time.perf_counter() - started}
+    finally:
+        worker.shutdown()  # the sessions go: the timed row compiles again, with the records
+    if report.skipped:
+        return {"refused": report.skipped[0][1], "seconds": time.perf_counter() - started}
+    info = dict(report.results[0].info)
+    return {
+        "minutes": args.tune_minutes,
+        "prefill": _tuning(dict(info.get("prefill") or {})),
+        "decode": _tuning(info),
+        "seconds": time.perf_counter() - started,
+    }
+
+
+def _builds(info: dict[str, Any]) -> dict[str, Any]:
+    """A TVM row's two compiles: tasks, tasks with a record, and whether the budget was tuned before."""
+    if info.get("tasks") is None:
+        return {}
+    calls = {"prefill": dict(info.get("prefill") or {}), "decode": info}
+    return {
+        "builds": {
+            call: {key: found.get(key) for key in ("tasks", "tasks_with_records", "tuned_before", "tune_s")}
+            for call, found in calls.items()
+        }
+    }
 
 
 def _measure(graph: Any, name: str, runtime: Any, args: argparse.Namespace) -> dict[str, Any]:
@@ -95,6 +161,7 @@ def _measure(graph: Any, name: str, runtime: Any, args: argparse.Namespace) -> d
         "max_abs_err": row.max_abs_err,
         "prepare_s": row.prepare_s,
         "fixes": list(row.info.get("fixes") or ()),
+        **_builds(row.info),
         "llm": row.llm.to_dict(),
         "ort_llm": report.results[0].llm.to_dict(),
         "seconds": time.perf_counter() - started,
@@ -109,9 +176,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prompt-tokens", type=int, default=128)
     parser.add_argument("--context", type=int, default=1024)
     parser.add_argument("--decode-steps", type=int, default=8)
-    parser.add_argument("--tune-minutes", type=float, default=0.0)
+    parser.add_argument(
+        "--tune-minutes",
+        type=float,
+        default=0.0,
+        help="add a tvm-tuned row, tuned before it by an untimed pass: minutes per model, half per compile",
+    )
     parser.add_argument("--folder", type=Path, default=Path("build/llm_benchmark"))
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--out", type=Path, help="also write the JSON here (the rows still print)")
     args = parser.parse_args(argv)
     args.folder.mkdir(parents=True, exist_ok=True)
     names = [r for r in args.runtimes.split(",") if r]
@@ -122,6 +195,11 @@ def main(argv: list[str] | None = None) -> int:
         path = model_path(model, args.folder)
         graph = load(str(path))
         llm = graph.summary().llm
+        tuning = None
+        if "tvm-tuned" in names:
+            tuning = _pretune(graph, _runtime("tvm-tuned", args.tune_minutes, args.folder / "tuning"), args)
+            if not args.json:
+                _print_tuning(model, tuning)
         for name in names:
             runtime = _runtime(name, args.tune_minutes, args.folder / "tuning")
             row = {
@@ -129,12 +207,40 @@ def main(argv: list[str] | None = None) -> int:
                 "params_bytes": llm["weight_bytes"],
                 **_measure(graph, name, runtime, args),
             }
+            if name == "tvm-tuned":
+                row["tuning"] = tuning
+                if "label" in row:  # its records come from the untimed pass: it tuned nothing itself
+                    row["label"] = f"{row['label']}, pre-tuned by the untimed pass"
+                if "refused" in tuning and "refused" not in row:
+                    row["refused"] = f"tuning failed: {tuning['refused']}"
             rows.append(row)
             if not args.json:
                 _print_row(row)
+        worker.shutdown()  # the model's sessions (a full-size fp32 decoder's: GBs) go before the next's
+    found = json.dumps(
+        {"environment": environment(), "argv": sys.argv[1:] if argv is None else argv, "rows": rows},
+        default=str,
+    )
+    if args.out is not None:
+        args.out.write_text(found + "\n")
     if args.json:
-        print(json.dumps({"environment": environment(), "rows": rows}, default=str))
+        print(found)
     return 0
+
+
+def _print_tuning(model: str, tuning: dict[str, Any]) -> None:
+    if "refused" in tuning:
+        print(f"{model:<11} tvm-tuned    tuning refused: {tuning['refused']}", flush=True)
+        return
+    calls = []
+    for call in ("prefill", "decode"):
+        t = tuning[call]
+        before = ", tuned before" if t["tuned_before"] else ""
+        calls.append(
+            f"{call}: {t['tasks_tuned']} of {t['tasks']} tasks tuned, {t['trials_run']} trials in "
+            f"{float(t['tune_s'] or 0):.0f} s{before}, {t['tasks_with_records']}/{t['tasks']} with records"
+        )
+    print(f"{model:<11} tvm-tuned    {'; '.join(calls)} ({tuning['seconds']:.0f} s)", flush=True)
 
 
 def _print_row(row: dict[str, Any]) -> None:

@@ -182,7 +182,9 @@ class GenerationRun:
     prepare_s : float
         Preparing both sessions (when they were first prepared).
     info : dict
-        What preparing the decode session found (versions, threads, a build's tasks, ``reused``).
+        What preparing the decode session found (versions, threads, a build's tasks and tuning,
+        ``reused``); ``info["prefill"]``, what preparing the prompt's session found (its own
+        compile: its tasks, records and trials).
     """
 
     timing: LlmTiming
@@ -541,7 +543,7 @@ def _session_loop(
         **result,
         "cache": "grows" if grow else "window",
         "prepare_s": prefill.prepare_s + decode.prepare_s,
-        "info": {**decode.info, "reused": reused, "fixes": applied_fixes},
+        "info": {**decode.info, "reused": reused, "fixes": applied_fixes, "prefill": dict(prefill.info)},
     }
 
 

@@ -113,6 +113,26 @@ def test_tvm_generates_the_same_tokens_as_onnx_runtime() -> None:
     assert "fix the input shapes and run onnxsim first" in tvm_row.info["fixes"]
 
 
+@pytest.mark.slow
+def test_tuned_tvm_tunes_both_calls_and_a_second_run_generates_from_their_records(tmp_path: Path) -> None:
+    """The prompt's compile and the decode step's are two sets of tasks: both tuned (each says so),
+    then a runtime with the same budget applies their records without tuning, and agrees."""
+    from explorer.isolation import worker
+    from explorer.runtimes.tvm_runtime import TvmRuntime
+
+    graph, sizes = load(zoo.save("llama")), {"prompt_tokens": 8, "context": 32, "decode_steps": 2}
+    tuned = TvmRuntime(tune_minutes=0.05, tuning_root=str(tmp_path))  # one batch a compile
+    first = bench(graph, [tuned], **sizes, fix=True).results[0]
+    for call in (first.info["prefill"], first.info):
+        assert call["trials_run"] > 0 and call["tasks_with_records"] >= 1 and not call["tuned_before"]
+    worker.shutdown()  # the sessions go: the next prepare compiles again
+    _, again = bench(graph, ["ort", tuned], **sizes, fix=True).results
+    for call in (again.info["prefill"], again.info):
+        assert call["tuned_before"] and call["tune_s"] == 0 and call["tasks_with_records"] >= 1
+    assert again.info["prefill"]["tasks_with_records"] == first.info["prefill"]["tasks_with_records"]
+    assert not again.reused and again.tuned and again.agrees, again.max_abs_err
+
+
 def test_onnxruntime_genai_generates_beside_our_loop(genai_decoder_int4: Path) -> None:
     report = bench(
         load(genai_decoder_int4), ["ort", "ort-genai"], prompt_tokens=16, context=64, decode_steps=4
