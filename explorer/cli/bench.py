@@ -291,9 +291,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"{r.label}: tuning candidates {counts}")
         for note in r.info.get("rpc_notes") or ():
             print(f"{r.label}: {note}")
-    for r in report.results:  # a default schedule that computed something else runs the plain loops
-        for task, why in (r.info.get("defaults_rejected") or {}).items():
-            print(f"{r.label}: {task}: {why}")
+    for r in report.results:  # a default schedule (or a record) that computed something else is not used
+        for key in ("defaults_rejected", "records_rejected"):
+            for task, why in (r.info.get(key) or {}).items():
+                print(f"{r.label}: {task}: {why}")
     return 0
 
 

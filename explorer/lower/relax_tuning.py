@@ -35,7 +35,7 @@ from explorer.lower.relax_frontend import import_origins, run_importer
 from explorer.lower.relax_passes import ZERO_PIPELINE, relax_pass
 from explorer.lower.relax_target import cpu_target, float32_lanes, register_cpu_intrinsics, runs_here
 from explorer.lower.rpc_measure import ServerLog, server_runner
-from explorer.lower.schedule_check import CHECKS_FOLDER
+from explorer.lower.schedule_check import CHECKS_FOLDER, checked_records
 from explorer.lower.tuning_log import record_trials, tuned_trials
 from explorer.lower.tuning_plan import (
     FIRST_ROUND_TRIALS,
@@ -544,8 +544,8 @@ def compile_tuned(
     dict
         ``{"ok": True, "executable", "compile_s", "tune_s", "trials", "trials_run", "tuned_before",
         "out_of_time", "tasks", "tasks_with_records", "task_schedules", "task_gflop", "passes",
-        "defaults_failed", "defaults_rejected", "rpc_servers", "rpc_notes", "plan", "shipped",
-        "tuning_dir", "tvm", "target"}``, or
+        "defaults_failed", "defaults_rejected", "records_rejected", "rpc_servers", "rpc_notes", "plan",
+        "shipped", "tuning_dir", "tvm", "target"}``, or
         the import's failure.
         ``task_schedules`` says, per task, where its schedule came from: ``"record"`` (the
         tuning database), else a default schedule (:mod:`explorer.lower.default_schedules`:
@@ -555,7 +555,9 @@ def compile_tuned(
         or why the build with default schedules failed and was made again without them;
         ``defaults_rejected`` names the tasks whose default schedule computed something else
         than their plain loops (:mod:`explorer.lower.schedule_check`), and why: they run the
-        plain loops (``"naive"``). With
+        plain loops (``"naive"``); ``records_rejected`` the same for tuning records (checked
+        once each, :func:`explorer.lower.schedule_check.checked_records`): those tasks take a
+        default schedule. With
         ``rpc``: ``rpc_servers`` (server -> candidates measured, lost, and whether it died) and
         ``rpc_notes`` (a dead server's cost, in words).
 
@@ -625,9 +627,13 @@ def compile_tuned(
         tune_s = time.perf_counter() - started
         record_trials(folder, key, trials)
     started = time.perf_counter()
-    database = ms.database.JSONDatabase(work_dir=str(folder)) if folder is not None else None
+    database, records_rejected = None, {}
+    if folder is not None:  # a record runs only once it computes what its plain loops do
+        database, records_rejected = checked_records(
+            ms.database.JSONDatabase(work_dir=str(folder)), tasks, built_for, checks
+        )
     recorded = tasks_with_records(database, tasks, built_for)
-    if defaults is None:
+    if defaults is None:  # (tuning made every task's)
         defaults = default_database([t for t in tasks if t.task_name not in recorded], built_for, checks)
     rejected = {name: why for name, why in defaults.rejected.items() if name not in recorded}
     schedules = {
@@ -671,6 +677,7 @@ def compile_tuned(
         "passes": tuning_passes(fast_math),
         "defaults_failed": defaults_failed,
         "defaults_rejected": rejected,
+        "records_rejected": records_rejected,
         "rpc_servers": rpc_servers,
         "rpc_notes": rpc_notes,
         "plan": [p.to_dict() for p in plans],

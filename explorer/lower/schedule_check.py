@@ -59,6 +59,8 @@ from explorer.onnx_adapter.inputs import random_array
 from explorer.runtimes.compare import agreement
 
 __all__ = [
+    "RECORDS_VERSION",
+    "checked_records",
     "CHECKS_FOLDER",
     "INDEX_REACH",
     "SYMBOLIC",
@@ -106,22 +108,22 @@ class ScheduleCheck:
     cached: bool = False
     why: str = ""
 
-    def reason(self) -> str:
+    def reason(self, schedule: str = "default schedule", instead: str = "plain loops used") -> str:
         """Why the schedule is not used, as the build reports it (empty when it agrees).
 
         Examples
         --------
         >>> ScheduleCheck(False, 0.5, why="").reason()
         'default schedule differs from the plain loops by max |diff| 0.5; plain loops used'
+        >>> ScheduleCheck(False, 0.5).reason("tuned record", "its default schedule used")
+        'tuned record differs from the plain loops by max |diff| 0.5; its default schedule used'
         >>> ScheduleCheck(True, 0.0).reason()
         ''
         """
         if self.agrees:
             return ""
-        what = (
-            self.why or f"default schedule differs from the plain loops by max |diff| {self.max_abs_err:.3g}"
-        )
-        return f"{what}; plain loops used"
+        what = self.why or f"{schedule} differs from the plain loops by max |diff| {self.max_abs_err:.3g}"
+        return f"{what}; {instead}"
 
 
 def check_key(plain: Any, target: Any, code_version: str) -> str:
@@ -233,6 +235,7 @@ def check_schedules(
     folder: str | os.PathLike[str] | None = None,
     seed: int = 0,
     build: Build | None = None,
+    versions: Sequence[str] | None = None,
 ) -> list[ScheduleCheck]:
     """Check many tasks' schedules with one build: every unchecked task's plain and scheduled
     PrimFunc in one module (``plain_<i>``, ``scheduled_<i>``), compiled once, each pair run on
@@ -256,6 +259,9 @@ def check_schedules(
         The seed of each task's random arguments (each task's draw starts from it).
     build : callable, optional
         ``build(module, target)`` -> the runtime module (default :func:`tvm.compile`).
+    versions : sequence of str, optional
+        One cache version per pair instead of ``code_version`` (a tuned record's trace: two records
+        of one task are two verdicts).
 
     Returns
     -------
@@ -290,7 +296,11 @@ def check_schedules(
     ([True, False], [['plain_0', 'plain_1', 'scheduled_0', 'scheduled_1']])
     """
     where = Path(folder if folder is not None else checks_dir(target))
-    paths = [where / f"{check_key(plain, target, code_version)}.json" for plain, _ in pairs]
+    versions = list(versions) if versions is not None else [code_version] * len(pairs)
+    paths = [
+        where / f"{check_key(plain, target, version)}.json"
+        for (plain, _), version in zip(pairs, versions, strict=True)
+    ]
     found: list[ScheduleCheck | None] = [_read(path) for path in paths]
     unchecked: dict[int, list[tuple[list[int], str]]] = {}
     for index, (plain, _) in enumerate(pairs):
@@ -306,6 +316,80 @@ def check_schedules(
         found[index] = verdict
         _write(verdict, paths[index])
     return [verdict for verdict in found if verdict is not None]
+
+
+RECORDS_VERSION = "record"
+"""The cache version of a tuned record's verdict, followed by its trace's digest."""
+
+
+def checked_records(
+    database: Any, tasks: Sequence[Any], target: Any, folder: str | os.PathLike[str] | None = None
+) -> tuple[Any, dict[str, str]]:
+    """The tuned records of ``tasks`` that compute what their plain loops compute, in a database of
+    their own, and why the others are not used.
+
+    A tuned record goes through the same postprocessors as a default schedule (the layout rewrite
+    that broke a BERT gather among them): each is checked once against its task's plain loops,
+    all in one build (:func:`check_schedules`), the verdict cached by its trace. A task whose
+    record differs gets a default schedule instead.
+
+    Parameters
+    ----------
+    database : MetaSchedule database
+        The tuning records (a ``JSONDatabase``).
+    tasks : sequence of ExtractedTask
+        The model's tasks.
+    target : tvm.target.Target
+        The CPU they are built for.
+    folder : path-like, optional
+        Where verdicts are kept (default :func:`checks_dir`).
+
+    Returns
+    -------
+    (MemoryDatabase, dict)
+        The records that agree; task name -> why its record is not used.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from tvm.s_tir import meta_schedule as ms
+    >>> records = ms.database.JSONDatabase(work_dir=tempfile.mkdtemp())
+    >>> verified, rejected = checked_records(records, [], "llvm")
+    >>> rejected, len(verified)
+    ({}, 0)
+    """
+    from tvm.s_tir import meta_schedule as ms
+
+    verified = ms.database.MemoryDatabase()
+    found = []  # (task, record, schedule)
+    for task in tasks:
+        func_mod = task.dispatched[0]
+        if not database.has_workload(func_mod):
+            continue
+        record = database.query_tuning_record(func_mod, target, task.task_name)
+        schedule = database.query_schedule(func_mod, target, task.task_name) if record is not None else None
+        if schedule is not None:
+            found.append((task, record, schedule))
+    verdicts = check_schedules(
+        [(task.dispatched[0], schedule.mod) for task, _, schedule in found],
+        target,
+        code_version=RECORDS_VERSION,
+        folder=folder,
+        versions=[
+            f"{RECORDS_VERSION} {hashlib.sha256(str(record.trace).encode()).hexdigest()}"
+            for _, record, _ in found
+        ],
+    )
+    rejected: dict[str, str] = {}
+    for (task, record, _), verdict in zip(found, verdicts, strict=True):
+        if not verdict.agrees:
+            rejected[task.task_name] = verdict.reason("tuned record", "its default schedule used")
+            continue
+        workload = verified.commit_workload(task.dispatched[0])
+        verified.commit_tuning_record(
+            ms.database.TuningRecord(record.trace, workload, record.run_secs, record.target, record.args_info)
+        )
+    return verified, rejected
 
 
 def _build(module: Any, target: Any) -> Any:

@@ -73,6 +73,7 @@ TVM_BUILD_KEYS = (
     "tasks_with_records",
     "task_schedules",
     "defaults_rejected",
+    "records_rejected",
     "tuning_dir",
     "rpc_servers",
     "rpc_notes",

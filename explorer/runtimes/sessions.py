@@ -595,6 +595,7 @@ COMPILE_INFO = (
     "passes",
     "defaults_failed",
     "defaults_rejected",
+    "records_rejected",
     "rpc_servers",
     "rpc_notes",
     "errors",

@@ -185,3 +185,38 @@ def test_a_task_that_does_not_build_gets_its_own_verdict_and_the_others_theirs(
     monkeypatch.setattr(schedule_check, "_build", again)
     assert default_database(mlp_tasks, target, tmp_path).rejected == defaults.rejected
     assert again.modules == []  # every verdict kept, the failed build's too: nothing is built again
+
+
+def _records(folder: Path, plain: Any, schedule: Any, target: Any) -> Any:
+    """A tuning database in ``folder`` holding one record: ``schedule`` for ``plain``."""
+    from tvm.s_tir import meta_schedule as ms
+
+    folder.mkdir(parents=True)
+    database = ms.database.JSONDatabase(work_dir=str(folder))
+    workload = database.commit_workload(plain)
+    args = ms.arg_info.ArgInfo.from_prim_func(plain["main"])
+    database.commit_tuning_record(ms.database.TuningRecord(schedule.trace, workload, [1e-5], target, args))
+    return database
+
+
+def test_a_tuned_record_that_computes_something_else_is_not_used(target: Any, tmp_path: Path) -> None:
+    """A tuned record goes through the postprocessor that broke the gather: checked like a default."""
+    from types import SimpleNamespace
+
+    from tvm.s_tir import meta_schedule as ms
+
+    plain = _gather_nd(SEQUENCE)
+    task = SimpleNamespace(task_name="te_gather_nd", dispatched=[plain])
+    broken, _ = default_schedule(plain, target)
+    assert ms.postproc.RewriteLayout().apply(broken)
+    records = _records(tmp_path / "broken", plain, broken, target)
+    verified, rejected = schedule_check.checked_records(records, [task], target, tmp_path / "checks")
+    assert len(verified) == 0
+    assert rejected == {
+        "te_gather_nd": "tuned record differs from the plain loops by max |diff| 1; its default schedule used"
+    }
+
+    good, _ = default_schedule(plain, target)
+    records = _records(tmp_path / "good", plain, good, target)
+    verified, rejected = schedule_check.checked_records(records, [task], target, tmp_path / "checks")
+    assert rejected == {} and len(verified) == 1

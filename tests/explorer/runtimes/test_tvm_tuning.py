@@ -83,5 +83,6 @@ def test_the_shipped_records_make_tvm_tuned_without_tuning(tmp_path: Path) -> No
     assert session.info["shipped"]["added"] > 0 and session.info["tune_s"] == 0
     assert "transformer" in session.info["shipped"]["models"]  # the manifest says how they were made
     assert session.info["tasks_with_records"] >= 5  # its FFN, projections and attention matmuls
+    assert session.info["records_rejected"] == {}  # each record checked against its plain loops
     report = bench(graph, ["ort", TvmRuntime(pretuned=True, tuning_root=str(tmp_path))], min_runs=3, warmup=1)
     assert report.results[1].agrees and report.results[1].tuned
