@@ -96,15 +96,7 @@ def _pretune(graph: Any, runtime: Any, args: argparse.Namespace) -> dict[str, An
     timed row prepares anew from the records. Returns each compile's tuning figures."""
     started = time.perf_counter()
     try:
-        report = bench(
-            graph,
-            [runtime],
-            generation=True,
-            prompt_tokens=args.prompt_tokens,
-            context=args.context,
-            decode_steps=args.decode_steps,
-            fix=True,
-        )
+        report = _generate(graph, [runtime], args)
     except ExplorerError as err:
         return {"refused": str(err).splitlines()[0], "seconds": time.perf_counter() - started}
     finally:
@@ -118,6 +110,19 @@ def _pretune(graph: Any, runtime: Any, args: argparse.Namespace) -> dict[str, An
         "decode": _tuning(info),
         "seconds": time.perf_counter() - started,
     }
+
+
+def _generate(graph: Any, runtimes: list[Any], args: argparse.Namespace) -> Any:
+    """``bench`` in generation mode with the run's prompt, context and decode steps, ``--fix`` on."""
+    return bench(
+        graph,
+        runtimes,
+        generation=True,
+        prompt_tokens=args.prompt_tokens,
+        context=args.context,
+        decode_steps=args.decode_steps,
+        fix=True,
+    )
 
 
 def _builds(info: dict[str, Any]) -> dict[str, Any]:
@@ -136,15 +141,7 @@ def _builds(info: dict[str, Any]) -> dict[str, Any]:
 def _measure(graph: Any, name: str, runtime: Any, args: argparse.Namespace) -> dict[str, Any]:
     started = time.perf_counter()
     try:
-        report = bench(
-            graph,
-            ["ort", runtime] if name != "ort" else ["ort"],
-            generation=True,
-            prompt_tokens=args.prompt_tokens,
-            context=args.context,
-            decode_steps=args.decode_steps,
-            fix=True,
-        )
+        report = _generate(graph, ["ort", runtime] if name != "ort" else ["ort"], args)
     except ExplorerError as err:
         return {
             "runtime": name,

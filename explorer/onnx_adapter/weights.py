@@ -563,18 +563,21 @@ def content_key(tensor: TensorProto, base_dir: Path | None) -> bytes:
     return shell.SerializeToString(deterministic=True) + digest.encode()
 
 
+_VALUE_FIELDS = (
+    "raw_data",
+    "float_data",
+    "int32_data",
+    "int64_data",
+    "double_data",
+    "uint64_data",
+    "string_data",
+)
+"""The fields of a TensorProto that hold its values in the file."""
+
+
 def _strip(tensor: TensorProto) -> None:
     """Drop a tensor's values in place, keeping its name, dims and element type."""
-    for name in (
-        "raw_data",
-        "float_data",
-        "int32_data",
-        "int64_data",
-        "double_data",
-        "uint64_data",
-        "string_data",
-        "external_data",
-    ):
+    for name in (*_VALUE_FIELDS, "external_data"):
         tensor.ClearField(name)
     tensor.data_location = TensorProto.DEFAULT
 
@@ -672,15 +675,7 @@ def _has_values(tensor: TensorProto) -> bool:
     """Whether a tensor still carries values or a location (a stripped one carries neither)."""
     return tensor.data_location == TensorProto.EXTERNAL or any(
         tensor.HasField("raw_data") if name == "raw_data" else len(getattr(tensor, name)) > 0
-        for name in (
-            "raw_data",
-            "float_data",
-            "int32_data",
-            "int64_data",
-            "double_data",
-            "uint64_data",
-            "string_data",
-        )
+        for name in _VALUE_FIELDS
     )
 
 
