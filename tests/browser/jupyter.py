@@ -373,8 +373,8 @@ def kernel_execute(page: Page, code: str, timeout_ms: float = 30_000) -> str:
 
     Examples
     --------
-    >>> kernel_execute(page, "print(1 + 1)")  # doctest: +SKIP
-    '2\n'
+    >>> kernel_execute(page, "print(1 + 1)").strip()  # doctest: +SKIP
+    '2'
     """
     return page.evaluate(
         """async ([code, timeoutMs]) => {
