@@ -132,19 +132,29 @@ function withoutDefaults(value) {
   const uidOnly = (delta) => (delta && "uid" in delta ? { uid: delta.uid } : delta);
   return { ...value, trace_deltas: value.trace_deltas.map(uidOnly) };
 }
-// The model plotly's figure (and so its views) listen to, with its edits (restyles, relayouts:
-// "change:_py2js_*") held until the page has painted what came with them: a click's details, sent
-// just before the selection's restyle, show in the next frame instead of after plotly.js redraws
-// the graph. The edits run in the order they came, each reading the value it came with.
+// The model plotly's figure and its views listen to, with the views' edits (restyles, relayouts:
+// "change:_py2js_*", listened to once startViews() is called) held until the page has painted what
+// came with them: a click's details, sent just before the selection's restyle, show in the next
+// frame instead of after plotly.js redraws the graph. The edits run in the order they came, each
+// reading the value it came with. The figure's own listeners (its copy of the data, which a view
+// drawn later reads) run at once, as before.
 function paintFirst(model) {
   const queue = [];
   const replaying = new Map();
   let pending = false;
+  let views = false;
   const flush = () => {
     pending = false;
     for (const [name, value, callback] of queue.splice(0)) {
       replaying.set(name, value);
-      try { callback(); } finally { replaying.delete(name); }
+      try {
+        callback();
+      } catch (error) {  // as when it ran on arrival: this edit fails, the ones after it still run
+        console.error(error);
+      } finally {
+        replaying.delete(name);
+        globalThis.__oge_held_edits -= 1;
+      }
     }
   };
   const schedule = () => {
@@ -157,12 +167,17 @@ function paintFirst(model) {
   };
   return {
     ...model,
+    startViews: () => { views = true; },
     get: (name) => (replaying.has(name) ? replaying.get(name) : model.get(name)),
     set: (name, value) => model.set(name, name === "_js2py_traceDeltas" ? withoutDefaults(value) : value),
     on: (event, callback) => {
-      if (!event.startsWith("change:_py2js_")) return model.on(event, callback);
+      if (!views || !event.startsWith("change:_py2js_")) return model.on(event, callback);
       const name = event.slice("change:".length);
-      return model.on(event, () => { queue.push([name, model.get(name), callback]); schedule(); });
+      return model.on(event, () => {
+        queue.push([name, model.get(name), callback]);
+        globalThis.__oge_held_edits = (globalThis.__oge_held_edits || 0) + 1;  // the page's tests wait on it
+        schedule();
+      });
     },
   };
 }
@@ -186,6 +201,7 @@ function followWidth(el) {
 export default () => {  // anywidget calls this once per model, as it would plotly's own export
   let widget = null;  // this model's plotly {initialize, render}, made once
   let ready = null;  // plotly's initialize done
+  let painted = null;  // the model plotly listens to (paintFirst)
   const widgetOf = (model) => (widget ||= plotlyModule(model).then(async (mod) => {
     if (mod.render) return { initialize: mod.initialize, render: mod.render };  // anywidget's forms
     return typeof mod.default === "function" ? await mod.default() : mod.default;
@@ -200,12 +216,14 @@ export default () => {  // anywidget calls this once per model, as it would plot
       ctx.model.on("change", hold);
       ready = widgetOf(ctx.model).then((plotly) => {
         ctx.model.off("change", hold);
-        initializeLate(plotly, { ...ctx, model: paintFirst(ctx.model) }, held);
+        painted = paintFirst(ctx.model);
+        initializeLate(plotly, { ...ctx, model: painted }, held);
       });
     },
     async render(ctx) {
       const plotly = await widgetOf(ctx.model);
       await ready;
+      painted.startViews();
       const cleanup = await plotly.render(ctx);
       const unfollow = followWidth(ctx.el);
       return () => { unfollow(); if (typeof cleanup === "function") cleanup(); };

@@ -43,6 +43,7 @@ __all__ = [
     "emit_plot_click",
     "export_html_page",
     "free_port",
+    "kernel_execute",
     "open_notebook",
     "plot_point_position",
     "plotly_data",
@@ -52,6 +53,7 @@ __all__ = [
     "step_slider",
     "stop_lab",
     "wait_for_outputs",
+    "wait_for_plot_edits",
     "wait_for_text",
     "wait_kernel_idle",
     "write_notebook",
@@ -507,8 +509,20 @@ _PLAIN_JS = """(value) => JSON.parse(JSON.stringify(value, (key, v) =>
     ArrayBuffer.isView(v) ? Array.from(v) : v))"""
 
 
+def wait_for_plot_edits(page: Page, timeout_ms: float = 10_000) -> None:
+    """Wait until no figure edit is held in the page (a graph figure applies the kernel's edits once
+    the page has painted what came with them: ``widgets.figure_widget``'s ``paintFirst``).
+
+    Examples
+    --------
+    >>> wait_for_plot_edits(page)  # doctest: +SKIP
+    """
+    page.wait_for_function("() => !(globalThis.__oge_held_edits > 0)", timeout=timeout_ms)
+
+
 def plotly_data(page: Page, index: int = 0) -> list[dict[str, Any]]:
-    """The traces (``gd.data``) of the ``index``-th plotly plot in the page, as plain JSON.
+    """The traces (``gd.data``) of the ``index``-th plotly plot in the page, as plain JSON, once
+    the page holds no figure edit back (`wait_for_plot_edits`).
 
     Typed arrays become lists; base64 ``{"dtype", "bdata"}`` arrays, if the figure was sent
     that way, are returned as sent.
@@ -518,6 +532,7 @@ def plotly_data(page: Page, index: int = 0) -> list[dict[str, Any]]:
     >>> plotly_data(page)[0]["type"]  # doctest: +SKIP
     'scattergl'
     """
+    wait_for_plot_edits(page)
     return page.evaluate(
         f"""(index) => {{
             const gd = {_PLOT_JS}[index];

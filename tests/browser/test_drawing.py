@@ -22,6 +22,7 @@ from tests.browser.jupyter import (
     run_all,
     screenshot,
     wait_for_outputs,
+    wait_for_plot_edits,
     write_notebook,
 )
 
@@ -63,6 +64,7 @@ _TIMING_JS = """() => {
 
 def _drawn(page: Page, plot_index: int) -> dict[str, Any]:
     """What a graph plot shows: boxes per category, legend entries, the text on the page."""
+    wait_for_plot_edits(page)
     return page.evaluate(
         """([index, first, count, labels, details, shapes]) => {
             const gd = document.querySelectorAll('.js-plotly-plot')[index];

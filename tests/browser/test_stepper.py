@@ -68,6 +68,12 @@ def test_stepper_runs_steps_and_highlights_the_diff(
         want_before = {k: v for k, v in d.status_before().items() if v != "kept"}
         want_after = {k: v for k, v in d.status_after().items() if v != "kept"}
         assert want_before and want_after
+        # the step's colours come as an edit of the figure, applied once the page has painted the
+        # step's title: wait for them, a few seconds at most
+        for _ in range(50):
+            if _highlights(page, 0) == want_before and _highlights(page, 1) == want_after:
+                break
+            page.wait_for_timeout(200)
         assert _highlights(page, 0) == want_before
         assert _highlights(page, 1) == want_after
 
