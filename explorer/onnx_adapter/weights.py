@@ -563,21 +563,14 @@ def content_key(tensor: TensorProto, base_dir: Path | None) -> bytes:
     return shell.SerializeToString(deterministic=True) + digest.encode()
 
 
-_VALUE_FIELDS = (
-    "raw_data",
-    "float_data",
-    "int32_data",
-    "int64_data",
-    "double_data",
-    "uint64_data",
-    "string_data",
-)
-"""The fields of a TensorProto that hold its values in the file."""
+_VALUE_FIELDS = ("raw_data", "float_data", "int32_data", "int64_data", "double_data", "uint64_data")
+"""The fields of a TensorProto that hold its numeric values in the file (``string_data`` holds a string
+tensor's)."""
 
 
 def _strip(tensor: TensorProto) -> None:
     """Drop a tensor's values in place, keeping its name, dims and element type."""
-    for name in (*_VALUE_FIELDS, "external_data"):
+    for name in (*_VALUE_FIELDS, "string_data", "external_data"):
         tensor.ClearField(name)
     tensor.data_location = TensorProto.DEFAULT
 
