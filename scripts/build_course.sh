@@ -8,8 +8,9 @@
 # 02_exporting needs PyTorch, 08_mlir IREE, decoder LLMs the llm extra). Each
 # notebook runs top to bottom in a fresh kernel, from a scratch copy (whatever it writes stays out
 # of notebooks/), with the widgets' state stored in the executed notebook, then goes to
-# build/course/NAME.html (nbconvert's HTML exporter; the widgets show where the page can load
-# @jupyter-widgets/html-manager from its CDN); build/course/index.html lists them with their titles.
+# build/course/NAME.html (nbconvert's HTML exporter, with each widget drawn from its stored state
+# by widgets/offline_html.py: figures with plotly.js inline, no widget manager or CDN, so a reader
+# offline sees every figure); build/course/index.html lists them with their titles.
 # COURSE_OUT overrides the folder, CELL_TIMEOUT the seconds a cell may take (600).
 # A notebook that fails is still rendered (up to its error, which the page shows); the script goes
 # on with the others and exits 1 at the end, naming each notebook that failed.
@@ -32,7 +33,7 @@ import os
 
 import nbformat
 from nbclient import NotebookClient
-from nbconvert import HTMLExporter
+from widgets.offline_html import render_offline_page
 
 # A plotly figure shown as a cell's value is, by default, only plotly's own mimetype, which
 # JupyterLab draws and HTML pages drop ("not able to be represented"): give it an HTML form too,
@@ -71,7 +72,6 @@ def first_error(notebook) -> str:
     return ""
 
 
-exporter = HTMLExporter()
 entries, failed = [], []
 for number, path in enumerate(paths, 1):
     print(f"[{number}/{len(paths)}] {path.name} ...", flush=True)
@@ -92,7 +92,7 @@ for number, path in enumerate(paths, 1):
         except Exception as exc:  # the notebook keeps its outputs up to the failing cell
             error = first_error(notebook) or f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
     seconds = time.perf_counter() - start
-    body, _ = exporter.from_notebook_node(notebook, resources={"metadata": {"name": path.stem}})
+    body = render_offline_page(notebook, path.stem)
     target = out / f"{path.stem}.html"
     target.write_text(body, encoding="utf-8")
     widgets = "widgets" in notebook.metadata
