@@ -26,7 +26,7 @@ Examples
 from __future__ import annotations
 
 from explorer.cli.app import build_parser, main
-from explorer.cli.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_NOT_IMPORTED
+from explorer.cli.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_NOT_IMPORTED
 from explorer.cli.options import non_negative_float, non_negative_int, parse_input_shape, positive_int
 
 __all__ = [
@@ -39,4 +39,5 @@ __all__ = [
     "EXIT_BAD_INPUT",
     "EXIT_INTERNAL",
     "EXIT_NOT_IMPORTED",
+    "EXIT_INTERRUPTED",
 ]

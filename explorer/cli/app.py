@@ -1,6 +1,6 @@
 """The ``onnx-explorer`` program: its parser, one sub-command per module of :mod:`explorer.cli`, and
 ``main``, which turns every failure into its exit code (0 done, 2 bad input, 3 not imported or
-lowered, 1 only for an internal error).
+lowered, 130 interrupted, 1 only for an internal error).
 
 Examples
 --------
@@ -11,7 +11,6 @@ Examples
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import traceback
 from collections.abc import Sequence
@@ -19,7 +18,15 @@ from typing import NoReturn
 
 from explorer import __version__
 from explorer.cli import bench, coverage, diff, info, lower, passes, prepare, report
-from explorer.cli.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_NOT_IMPORTED, ArgumentsRejected, fail
+from explorer.cli.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_NOT_IMPORTED,
+    ArgumentsRejected,
+    fail,
+    print_error_document,
+)
 from explorer.core.errors import ExplorerError, LoweringError, RuntimeUnsupportedError
 
 __all__ = ["COMMANDS", "Parser", "build_parser", "main"]
@@ -73,9 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(words)
     except ArgumentsRejected as err:  # usage and message are on stderr
         if "--json" in words:
-            print(
-                json.dumps({"error": {"type": "UsageError", "message": err.message, "exit_code": err.code}})
-            )
+            print_error_document("UsageError", err.message, EXIT_BAD_INPUT)
         raise
     as_json = bool(getattr(args, "json", False))
     try:
@@ -84,9 +89,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return fail(err, EXIT_NOT_IMPORTED, as_json)
     except ExplorerError as err:
         return fail(err, EXIT_BAD_INPUT, as_json)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Ctrl-C: with --json, stdout is still one document
         print("onnx-explorer: interrupted", file=sys.stderr)
-        return 130
+        if as_json:
+            print_error_document("interrupted", "interrupted (Ctrl-C)", EXIT_INTERRUPTED)
+        return EXIT_INTERRUPTED
     except Exception as err:
         if args.debug:
             traceback.print_exc()
@@ -96,5 +103,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         print(f"onnx-explorer: {message}", file=sys.stderr)
         if as_json:
-            print(json.dumps({"error": {"type": "internal", "message": message, "exit_code": EXIT_INTERNAL}}))
+            print_error_document("internal", message, EXIT_INTERNAL)
         return EXIT_INTERNAL

@@ -27,7 +27,7 @@ from explorer.cli.options import (
     non_negative_int,
     positive_int,
 )
-from explorer.core.errors import ExplorerError, LoweringError
+from explorer.core.errors import ExplorerError, LoweringError, RuntimeUnsupportedError
 from explorer.core.tensors import format_bytes
 from explorer.onnx_adapter.input_shapes import check_input_shapes
 from explorer.onnx_adapter.load import load
@@ -180,6 +180,8 @@ def _runtimes(args: argparse.Namespace) -> list[Any]:
             options = {"threads": args.threads}
         try:
             runtimes.append(get_runtime(name, **options))
+        except ExplorerError:  # typed already (a UsageError: --rpc-tracker without :PORT)
+            raise
         except ValueError as err:
             raise ExplorerError(str(err)) from None
     return runtimes
@@ -188,7 +190,8 @@ def _runtimes(args: argparse.Namespace) -> list[Any]:
 def run(args: argparse.Namespace) -> int:
     """Time ``args.model`` on each runtime and print one row per runtime; return 0, or
     :data:`~explorer.cli.errors.EXIT_NOT_IMPORTED` when TVM cannot import it (IREE's or TVM's
-    :class:`~explorer.core.errors.LoweringError` is raised: exit 3 too).
+    :class:`~explorer.core.errors.LoweringError` is raised: exit 3 too) or when no runtime could run
+    here (each skipped, the error says why).
 
     Examples
     --------
@@ -258,10 +261,18 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_NOT_IMPORTED
     except ConnectionError as err:  # the RPC tracker or servers
         raise ExplorerError(str(err)) from None
+    if not report.results:  # every runtime asked for was skipped: nothing was timed
+        return _nothing_timed(report, applied, args)
     profiles = _node_times(graph, runtimes, report, args) if args.profile else {}
+    named_but_skipped = _named_but_skipped(report, args)
     if args.json:
-        extra = {"profiles": profiles} if args.profile else {}
+        extra: dict[str, Any] = {"profiles": profiles} if args.profile else {}
+        if named_but_skipped is not None:
+            extra["error"] = error_dict(named_but_skipped, EXIT_NOT_IMPORTED)
         print(json.dumps({**report.to_dict(), "source": args.model, "fixes": list(applied), **extra}))
+        if named_but_skipped is not None:
+            say_error(named_but_skipped)
+            return EXIT_NOT_IMPORTED
         return 0
     for fix in applied:
         print(f"fixed before the import (every runtime runs the fixed model): {fix}")
@@ -295,7 +306,43 @@ def run(args: argparse.Namespace) -> int:
         for key in ("defaults_rejected", "records_rejected"):
             for task, why in (r.info.get(key) or {}).items():
                 print(f"{r.label}: {task}: {why}")
+    if named_but_skipped is not None:
+        say_error(named_but_skipped)
+        return EXIT_NOT_IMPORTED
     return 0
+
+
+def _named_but_skipped(report: Any, args: argparse.Namespace) -> RuntimeUnsupportedError | None:
+    """A runtime the user named with ``--runtime`` that could not run here: the others were timed, but
+    what was asked for did not all happen, so the command exits 3 naming it (a runtime of the default
+    set that is missing, as TVM without its extra, is only noted)."""
+    skipped = list(report.skipped)  # with --runtime given, every runtime tried was one it named
+    if not args.runtime or not skipped:
+        return None
+    whys = "; ".join(f"{name}: {why}" for name, why in skipped)
+    timed = ", ".join(r.label for r in report.results)
+    return RuntimeUnsupportedError(
+        f"{whys}; only {timed} timed",
+        runtime=", ".join(name for name, _ in skipped),
+        path=args.model,
+    )
+
+
+def _nothing_timed(report: Any, applied: Sequence[str], args: argparse.Namespace) -> int:
+    """No runtime could run here (each was skipped, with why): the error, naming each runtime and why,
+    on stderr and (with ``--json``) in the report's document; exit 3."""
+    skipped = report.skipped or (("bench", "no runtime was asked for"),)
+    whys = [reason if len(skipped) == 1 else f"{name}: {reason}" for name, reason in skipped]
+    err = RuntimeUnsupportedError(
+        f"{'; '.join(whys)}; nothing was timed",
+        runtime=", ".join(name for name, _ in skipped),
+        path=args.model,
+    )
+    if args.json:
+        document = {**report.to_dict(), "source": args.model, "fixes": list(applied)}
+        print(json.dumps({**document, "error": error_dict(err, EXIT_NOT_IMPORTED)}))
+    say_error(err)
+    return EXIT_NOT_IMPORTED
 
 
 def _node_times(

@@ -1,5 +1,5 @@
 """Exit codes and how a failure reaches the user: one line on stderr, and with ``--json`` one
-document whose ``"error"`` says the type, the message and the exit code.
+document whose ``"error"`` says the type, the message and the exit code (an interrupt's too).
 
 Examples
 --------
@@ -20,11 +20,13 @@ __all__ = [
     "EXIT_BAD_INPUT",
     "EXIT_INTERNAL",
     "EXIT_NOT_IMPORTED",
+    "EXIT_INTERRUPTED",
     "ERROR_FIELDS",
     "ArgumentsRejected",
     "error_dict",
     "fail",
     "say_error",
+    "print_error_document",
 ]
 
 EXIT_BAD_INPUT = 2
@@ -37,6 +39,9 @@ EXIT_NOT_IMPORTED = 3
 or one of its passes fails (:class:`~explorer.core.errors.LoweringError`), or a runtime cannot take an
 operator or type of the model (:class:`~explorer.core.errors.RuntimeUnsupportedError`). The failing ops,
 pass or runtime are named."""
+
+EXIT_INTERRUPTED = 130
+"""Exit code when the user stopped the run (Ctrl-C: 128 + SIGINT, as a shell reports it)."""
 
 ERROR_FIELDS = ("path", "runtime", "op_type", "domain", "opset", "pass_name", "binding", "onnx_nodes", "fix")
 """Attributes of typed errors the ``--json`` error document carries when they are set."""
@@ -106,3 +111,15 @@ def fail(err: ExplorerError, code: int, as_json: bool) -> int:
     if as_json:
         print(json.dumps({"error": error_dict(err, code)}))
     return code
+
+
+def print_error_document(kind: str, message: str, code: int) -> None:
+    """Print the ``--json`` document of a failure that is no :class:`ExplorerError` (arguments argparse
+    refused, an interrupt, an internal error): ``{"error": {"type", "message", "exit_code"}}``.
+
+    Examples
+    --------
+    >>> print_error_document("interrupted", "interrupted (Ctrl-C)", EXIT_INTERRUPTED)
+    {"error": {"type": "interrupted", "message": "interrupted (Ctrl-C)", "exit_code": 130}}
+    """
+    print(json.dumps({"error": {"type": kind, "message": message, "exit_code": code}}))

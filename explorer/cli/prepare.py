@@ -21,9 +21,9 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from explorer.cli.options import add_input_shape, add_json, add_model, add_output, positive_int
 from explorer.core.errors import ExplorerError, LoweringError, UsageError
@@ -100,7 +100,9 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Run the target's NPU-ready pipeline on ``args.model``, print one row per step and the verdict,
-    and save the result to ``--output`` when given; return 0.
+    and save the result to ``--output`` when given; return 0. When every step failed, nothing was
+    prepared: a :class:`~explorer.core.errors.LoweringError` (exit 3) names each step's reason, and
+    ``--output`` is not written.
 
     Examples
     --------
@@ -147,6 +149,10 @@ def run(args: argparse.Namespace) -> int:
         samples=args.samples,
         progress=progress,
     )
+    failed = [s for s in prepared.steps if s.error]
+    if failed and len(failed) == len(prepared.steps) - 1:  # the model as given, not prepared: no success
+        reasons = [f"{s.pass_name}: {s.error}" for s in failed]
+        _refuse(args, ["every step failed, nothing was prepared", *reasons], failed[0].pass_name, "pipeline")
     saved = None
     if args.output:
         from explorer.onnx_adapter.model_files import save_graph_model
@@ -224,12 +230,7 @@ def run_decoder(
     problems = prepared.problems()
     if problems:
         failed = next((s.pass_name for c in prepared.calls for s in c.prepared.steps if s.error), "prepare")
-        raise LoweringError(
-            "; ".join(problems),
-            pass_name=failed,
-            compiler=f"{args.target} decoder pipeline:",
-            path=args.model,
-        )
+        _refuse(args, problems, failed, "decoder pipeline")
     written: list[Path] = []
     try:
         for call in prepared.calls if outputs else ():
@@ -264,6 +265,18 @@ def run_decoder(
 
 
 _FALLBACK_SHOWN = 10
+
+
+def _refuse(args: argparse.Namespace, problems: Sequence[str], failed: str, pipeline: str) -> NoReturn:
+    """Raise the :class:`~explorer.core.errors.LoweringError` (exit 3) of a prepare that did not do what
+    was asked: each problem named, the first failed pass, and that ``--output`` was not written."""
+    unwritten = [f"nothing was written for --output {args.output}"] if args.output else []
+    raise LoweringError(
+        "; ".join([*problems, *unwritten]),
+        pass_name=failed,
+        compiler=f"{args.target} {pipeline}:",
+        path=args.model,
+    )
 
 
 def _print_steps(prepared: PreparedModel) -> None:

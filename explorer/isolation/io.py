@@ -1,6 +1,8 @@
 """Reading and writing files safely: outputs are written to a temp file beside the target and renamed
-into place (:func:`write_bytes_atomic`, :func:`move_atomic`), and :func:`check_output_path` refuses an
-output that would replace the input or cannot be written, before any long work runs. On the way in,
+into place (:func:`write_bytes_atomic`, :func:`move_atomic`) with the mode a plain ``open`` gives (the
+process umask applies), and :func:`check_output_path` refuses an output that would replace the input or
+cannot be written, before any long work runs; :func:`cache_folder` is the cache every run shares
+(``$ONNX_EXPLORER_CACHE``), refused by name when it cannot be written. On the way in,
 :func:`check_model_file` and :func:`open_model_file` take a model path only when it is a regular
 file: a FIFO, a device (``/dev/zero``), a socket or a folder is refused, by its ``stat``, before
 anything opens it, so a read can neither block forever nor run without end.
@@ -26,7 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from explorer.core.errors import ModelLoadError, ModelNotFoundError, OutputPathError
+from explorer.core.errors import ModelLoadError, ModelNotFoundError, OutputPathError, UsageError
 
 if TYPE_CHECKING:  # a worker that only moves files never imports onnx for this module
     import onnx
@@ -37,10 +39,36 @@ __all__ = [
     "move_atomic",
     "save_model_atomic",
     "check_output_path",
+    "new_file_mode",
+    "CACHE_VARIABLE",
+    "cache_folder",
     "file_kind",
     "check_model_file",
     "open_model_file",
 ]
+
+
+def new_file_mode() -> int:
+    """The mode a new file gets here: 0666 less the process umask (0644 under umask 022, 0600 under
+    077), as a plain ``open`` would make it. Every output takes it when it is renamed into place, so
+    a report, a model or a zoo file is as readable as anything else the user writes (a temp file
+    alone would be 0600).
+
+    Examples
+    --------
+    >>> import os
+    >>> before = os.umask(0o027)
+    >>> oct(new_file_mode())
+    '0o640'
+    >>> _ = os.umask(before)
+    """
+    with contextlib.suppress(OSError, ValueError), open("/proc/self/status") as status:  # Linux
+        for line in status:
+            if line.startswith("Umask:"):
+                return 0o666 & ~int(line.split()[1], 8)
+    mask = os.umask(0o022)  # elsewhere: read by setting it, and set back at once
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
 @contextlib.contextmanager
@@ -52,9 +80,11 @@ def _replacing(target: Path) -> Iterator[Path]:
     left as it was.
     """
     handle, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.close(handle)
+    os.close(handle)  # private (0600) while it is filled
     try:
         yield Path(temp)
+        with contextlib.suppress(OSError):  # a file system without modes keeps its own
+            os.chmod(temp, new_file_mode())
         os.replace(temp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -102,7 +132,8 @@ def move_atomic(source: str | os.PathLike[str], path: str | os.PathLike[str]) ->
     """Move the file ``source`` to ``path`` so readers see the old file or the whole new one, never half.
 
     A rename when both are on one file system; otherwise ``source`` is copied to a temp file
-    beside ``path``, renamed into place, and then removed.
+    beside ``path``, renamed into place, and then removed. Either way ``path`` gets
+    :func:`new_file_mode`.
 
     Parameters
     ----------
@@ -127,6 +158,7 @@ def move_atomic(source: str | os.PathLike[str], path: str | os.PathLike[str]) ->
     """
     target = Path(path)
     try:
+        os.chmod(source, new_file_mode())  # as a file written here (the worker's umask was set earlier)
         os.replace(source, target)
         return target
     except OSError:
@@ -235,6 +267,68 @@ def check_output_path(
     with contextlib.suppress(OSError):
         os.unlink(probe)
     return target
+
+
+CACHE_VARIABLE = "ONNX_EXPLORER_CACHE"
+"""The environment variable that names the cache folder (default ``~/.cache/onnx-graph-explorer``)."""
+
+
+def cache_folder(*parts: str) -> Path:
+    """The cache every run shares, ``$ONNX_EXPLORER_CACHE`` (else ``~/.cache/onnx-graph-explorer``),
+    with ``parts`` below it: made when missing, and checked writable (a file is created and removed).
+
+    Parameters
+    ----------
+    *parts : str
+        Folders below the cache's root (``"tvm-tuning"``).
+
+    Returns
+    -------
+    Path
+        The folder, which exists and can be written in.
+
+    Raises
+    ------
+    UsageError
+        The variable (or the default folder) names a file, or a folder this user cannot make or
+        write in: the message names the variable, the path and what is wrong.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from unittest import mock
+    >>> with mock.patch.dict(os.environ, {CACHE_VARIABLE: tempfile.mkdtemp()}):
+    ...     cache_folder("tvm-tuning").is_dir()
+    True
+    >>> with mock.patch.dict(os.environ, {CACHE_VARIABLE: os.devnull}):
+    ...     try:
+    ...         cache_folder("tvm-tuning")
+    ...     except UsageError as err:
+    ...         print(str(err).split(";")[0])
+    ONNX_EXPLORER_CACHE=/dev/null: is a character device, not a folder
+    """
+    given = os.environ.get(CACHE_VARIABLE)
+    root = Path(given) if given else Path(os.path.expanduser("~"), ".cache", "onnx-graph-explorer")
+    named = f"{CACHE_VARIABLE}={given}" if given else f"the cache folder {root}"
+    fix = f"point {CACHE_VARIABLE} at a folder" if given else f"set {CACHE_VARIABLE} to a folder"
+    folder = root.joinpath(*parts)
+    try:
+        if root.exists() and not root.is_dir():
+            raise UsageError(
+                f"{named}: is {file_kind(os.stat(root).st_mode)}, not a folder; {fix} (made when missing)"
+                + (" or unset it" if given else "")
+            )
+        folder.mkdir(parents=True, exist_ok=True)
+        handle, probe = tempfile.mkstemp(prefix=".write-check.", suffix=".tmp", dir=folder)
+        os.close(handle)
+    except OSError as err:
+        why = "a part of the path is not a folder" if isinstance(err, NotADirectoryError) else err.strerror
+        raise UsageError(
+            f"{named}: the cache cannot be written at {folder}: {why or err}; {fix} you can write in"
+        ) from None
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
+    return folder
 
 
 _KINDS = (

@@ -115,7 +115,10 @@ def cpu_target(target: str = "llvm") -> Any:
     Raises
     ------
     ValueError
-        Not an llvm target, or a malformed one (:func:`parse_target`).
+        Not an llvm target, or a malformed one (:func:`parse_target`); a
+        :class:`~explorer.core.errors.UsageError` for a ``-mcpu`` LLVM does not know for the
+        target's triple, listing those it knows (LLVM would build for a generic CPU instead,
+        under the name given).
 
     Examples
     --------
@@ -128,15 +131,37 @@ def cpu_target(target: str = "llvm") -> Any:
     Traceback (most recent call last):
     ...
     ValueError: only llvm (CPU) targets are built here, not 'cuda'
+    >>> cpu_target("llvm -mcpu=notacpu")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    explorer.core.errors.UsageError: -mcpu=notacpu in 'llvm -mcpu=notacpu' is no CPU LLVM knows for ...
     """
     import tvm
 
     spec = parse_target(target)
+    if "mcpu" in spec:
+        _check_cpu(str(spec["mcpu"]), str(spec.get("mtriple") or ""), target)
     cores = size_tvm_thread_pool()  # MetaSchedule needs num-cores: the threads the kernels will run on
     if "mcpu" not in spec and "mtriple" not in spec:
         spec["mcpu"] = tvm.target.codegen.llvm_get_system_cpu()
     spec.setdefault("num-cores", int(cores))
     return tvm.target.Target(spec)
+
+
+def _check_cpu(cpu: str, triple: str, text: str) -> None:
+    """Refuse a CPU LLVM does not know for ``triple`` (default: this machine's), naming those it knows;
+    TVM would only log it and build for a generic CPU under the name given."""
+    import tvm
+    from tvm.target import codegen
+
+    from explorer.core.errors import UsageError
+
+    triple = triple or str(codegen.llvm_get_system_triple())
+    if codegen.llvm_is_valid_cpu(cpu, triple):
+        return
+    listed = codegen.llvm_get_cpu_archlist(tvm.target.Target({"kind": "llvm", "mtriple": triple}))
+    known = ", ".join(sorted(str(c) for c in listed)) or "none (is the triple right?)"
+    raise UsageError(f"-mcpu={cpu} in {text!r} is no CPU LLVM knows for {triple}; it knows: {known}")
 
 
 def float32_lanes(target: Any) -> int:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from explorer.isolation import worker
+from explorer.isolation.io import cache_folder
 from explorer.lower.default_schedules import default_database, with_defaults
 from explorer.lower.pass_failures import PassWatch
 from explorer.lower.relax_exprs import tensor_dims, tensor_dtype
@@ -35,6 +36,7 @@ from explorer.lower.relax_frontend import import_origins, run_importer
 from explorer.lower.relax_passes import ZERO_PIPELINE, relax_pass
 from explorer.lower.relax_target import cpu_target, float32_lanes, register_cpu_intrinsics, runs_here
 from explorer.lower.rpc_measure import ServerLog, server_runner
+from explorer.lower.rpc_tracker import tracker_address
 from explorer.lower.schedule_check import CHECKS_FOLDER, checked_records
 from explorer.lower.tuning_log import record_trials, tuned_trials
 from explorer.lower.tuning_plan import (
@@ -72,7 +74,9 @@ def tuning_dir(target: str, root: str | os.PathLike[str] | None = None) -> Path:
     """The folder of the tuning database for ``target`` (made on first use by the tuner).
 
     ``root`` defaults to ``$ONNX_EXPLORER_CACHE/tvm-tuning``, else
-    ``~/.cache/onnx-graph-explorer/tvm-tuning``.
+    ``~/.cache/onnx-graph-explorer/tvm-tuning``, made and checked writable
+    (:func:`explorer.isolation.io.cache_folder`: a variable naming a file, or a folder that cannot be
+    written, is a :class:`~explorer.core.errors.UsageError` naming it).
 
     Examples
     --------
@@ -80,10 +84,7 @@ def tuning_dir(target: str, root: str | os.PathLike[str] | None = None) -> Path:
     '/tmp/t/llvm'
     """
     if root is None:
-        base = os.environ.get("ONNX_EXPLORER_CACHE") or os.path.join(
-            os.path.expanduser("~"), ".cache", "onnx-graph-explorer"
-        )
-        root = os.path.join(base, "tvm-tuning")
+        root = cache_folder("tvm-tuning")
     from explorer.lower.relax_target import parse_target, target_text
 
     with contextlib.suppress(ValueError):  # one folder per target, however its flags are ordered
@@ -394,11 +395,11 @@ def _runner(rpc: Mapping[str, Any] | None, servers: ServerLog | None = None) -> 
 
     if not rpc or not rpc.get("rpc_tracker") or servers is None:
         return ms.runner.LocalRunner(timeout_sec=BUILD_TIMEOUT_S)
-    host, _, port = str(rpc["rpc_tracker"]).rpartition(":")
+    host, port = tracker_address(str(rpc["rpc_tracker"]))
     wait = float(rpc.get("rpc_timeout") or BUILD_TIMEOUT_S)
     config = ms.runner.RPCConfig(
         tracker_host=host,
-        tracker_port=int(port),
+        tracker_port=port,
         tracker_key=str(rpc["rpc_key"]),
         session_timeout_sec=int(max(BUILD_TIMEOUT_S, wait)),
     )

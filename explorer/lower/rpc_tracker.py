@@ -23,8 +23,11 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+from explorer.core.errors import UsageError
+
 __all__ = [
     "TRACKER_WAIT_S",
+    "tracker_address",
     "tracker_summary",
     "servers_under",
     "registered_servers",
@@ -36,11 +39,27 @@ TRACKER_WAIT_S = 5.0
 """Seconds a tracker has to answer before it counts as gone."""
 
 
-def _split(address: str) -> tuple[str, int]:
-    """``HOST:PORT`` -> ``(host, port)``, or a ValueError that names the address."""
+def tracker_address(address: str) -> tuple[str, int]:
+    """``HOST:PORT`` -> ``(host, port)``: how every user of a tracker reads its address.
+
+    Raises
+    ------
+    UsageError
+        (a ValueError) Not ``HOST:PORT`` with a port from 1 to 65535; the message names the form
+        and the address.
+
+    Examples
+    --------
+    >>> tracker_address("127.0.0.1:9190")
+    ('127.0.0.1', 9190)
+    >>> tracker_address("localhost")
+    Traceback (most recent call last):
+    ...
+    explorer.core.errors.UsageError: an RPC tracker is HOST:PORT (e.g. 127.0.0.1:9190), not 'localhost'
+    """
     host, _, port = address.rpartition(":")
-    if not host or not port.isdigit():
-        raise ValueError(f"an RPC tracker address is HOST:PORT, not {address!r}")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UsageError(f"an RPC tracker is HOST:PORT (e.g. 127.0.0.1:9190), not {address!r}")
     return host, int(port)
 
 
@@ -48,7 +67,7 @@ def _connect(address: str, wait_s: float) -> socket.socket:
     """A socket to the tracker, its magic number exchanged; reads on it time out after ``wait_s``."""
     from tvm.rpc import base
 
-    host, port = _split(address)
+    host, port = tracker_address(address)
     try:
         sock = socket.create_connection((host, port), timeout=wait_s)
     except OSError as err:

@@ -317,8 +317,8 @@ class BenchReport:
 
 
 def _why_not(runtime: Runtime) -> str:
-    """Why a runtime is skipped: what is missing (a runtime that says, IREE's: the extra to
-    install), else "not available here"."""
+    """Why a runtime is skipped: what is missing (a runtime that says: ONNX Runtime's provider,
+    TVM's architecture, IREE's extra to install), else "not available here"."""
     return str(getattr(runtime, "missing", None) or "not available here")
 
 

@@ -108,11 +108,28 @@ class OrtRuntime:
         """ONNX Runtime does not tune: False."""
         return False
 
+    @property
+    def missing(self) -> str | None:
+        """Why it cannot run here, in words; None when it can: the installed build has the provider
+        (and, for CUDA, a GPU is present).
+
+        Examples
+        --------
+        >>> OrtRuntime().missing is None
+        True
+        >>> OrtRuntime("NoSuchExecutionProvider").missing.split(" (")[0]
+        'this onnxruntime build has no NoSuchExecutionProvider'
+        """
+        providers = available_providers()
+        if self.provider not in providers:
+            return f"this onnxruntime build has no {self.provider} (it has {', '.join(providers)})"
+        if self.provider == "CUDAExecutionProvider" and not _gpu_present():
+            return "no NVIDIA GPU here (nvidia-smi is not on the PATH)"
+        return None
+
     def available(self) -> bool:
-        """Whether the installed build has the provider (and, for CUDA, a GPU is present)."""
-        if self.provider not in available_providers():
-            return False
-        return self.provider != "CUDAExecutionProvider" or _gpu_present()
+        """Whether it can run here: :attr:`missing` is None."""
+        return self.missing is None
 
     def options(self) -> dict[str, Any]:
         """``{"provider", "optimization", "threads"}``."""

@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from explorer.core.errors import UsageError
 from explorer.isolation import worker
 from explorer.isolation.cpu_cores import physical_cores, tvm_threads
 
@@ -508,8 +509,8 @@ def prepare_tvm(
         from explorer.lower.relax_target import cpu_target, runs_here
 
         why = runs_here(cpu_target(target))
-        if why is not None:
-            raise ValueError(
+        if why is not None:  # the user's choice of target: a UsageError (a ValueError), exit 2 in the CLI
+            raise UsageError(
                 f"TVM target {target!r} cannot run on this machine: {why}; run it on a server that can "
                 "(rpc_tracker / --rpc-tracker) or name a CPU this one runs"
             )

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from explorer.core.errors import LoweringError
 from explorer.isolation import worker
+from explorer.isolation.io import cache_folder
 from explorer.isolation.worker import ProgressEvent
 from explorer.onnx_adapter.adapter import onnx_model
 from explorer.onnx_adapter.model_files import worker_source
@@ -108,6 +109,10 @@ class TvmRuntime:
         from explorer.lower.relax_target import parse_target
 
         parse_target(self.target)  # a malformed target is a ValueError now, not in the worker
+        if self.rpc_tracker:
+            from explorer.lower.rpc_tracker import tracker_address
+
+            tracker_address(self.rpc_tracker)  # HOST:PORT, or a UsageError (a ValueError) naming the form
         if bool(self.rpc_tracker) != bool(self.rpc_key):
             raise ValueError("rpc_tracker and rpc_key go together: HOST:PORT and the servers' key")
         if self.schedules not in SCHEDULES:
@@ -144,13 +149,38 @@ class TvmRuntime:
         """Whether the compiled code is tuned (a budget was given, or the shipped records)."""
         return self.tune_trials > 0 or bool(self.tune_minutes) or self.pretuned
 
-    def available(self) -> bool:
-        """Whether apache-tvm is installed and the code can run: on this CPU's architecture, or on
-        an RPC server (a target for another architecture needs one)."""
+    @property
+    def missing(self) -> str | None:
+        """Why it cannot run here, in words; None when it can: apache-tvm is installed and the code
+        runs on this CPU's architecture, or on an RPC server (a target for another architecture
+        needs one).
+
+        Examples
+        --------
+        >>> TvmRuntime().missing is None
+        True
+        >>> import platform
+        >>> other = "aarch64" if platform.machine() != "aarch64" else "x86_64"
+        >>> TvmRuntime(f"llvm -mtriple={other}-linux-gnu").missing.startswith(f"it is built for {other}")
+        True
+        """
+        import platform
+
         from explorer.lower.relax_target import foreign_architecture, parse_target
 
-        runs_here = foreign_architecture(str(parse_target(self.target).get("mtriple", ""))) is None
-        return (runs_here or bool(self.rpc_tracker)) and importlib.util.find_spec("tvm") is not None
+        if importlib.util.find_spec("tvm") is None:
+            return "apache-tvm is not installed (onnx-graph-explorer depends on it: reinstall it)"
+        other = foreign_architecture(str(parse_target(self.target).get("mtriple", "")))
+        if other is not None and not self.rpc_tracker:
+            return (
+                f"it is built for {other}, and this machine is {platform.machine()}: run it on a server "
+                "of that architecture (rpc_tracker / --rpc-tracker)"
+            )
+        return None
+
+    def available(self) -> bool:
+        """Whether it can run here: :attr:`missing` is None."""
+        return self.missing is None
 
     def options(self) -> dict[str, Any]:
         """``{"target", "tune_trials", "tune_minutes"}``; ``pretuned``, ``tune_every_task``,
@@ -203,6 +233,8 @@ class TvmRuntime:
         onnx_model(graph, "a runtime")
         shapes = shape_dict(concrete_input_shapes(graph.model, input_shapes))
         key = session_key(self, graph, shapes)
+        if self.schedules == "default" and self.tuning_root is None:  # verdicts and records: in the cache
+            cache_folder()  # one that cannot be written is refused here, before the worker starts
         options = self.options()
         if self.tuned:
             options["tuning_root"] = self.tuning_root  # the worker picks the target's database in it

@@ -73,6 +73,19 @@ def string_model() -> onnx.ModelProto:
     return model
 
 
+def bad_attribute_model() -> onnx.ModelProto:
+    """A ``Relu`` with an attribute ``Relu`` does not have: the checker, onnxsim and ONNX Runtime refuse
+    it, so every step of ``prepare`` fails, while the partitioner (op types) sees a graph the HTP runs."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    nodes = [helper.make_node("Relu", ["x"], ["y"], name="relu", bogus=1)]
+    model = helper.make_model(
+        helper.make_graph(nodes, "bad_attribute", [x], [y]), opset_imports=[helper.make_opsetid("", 17)]
+    )
+    model.ir_version = 8
+    return model
+
+
 @dataclass(frozen=True)
 class Case:
     """One row of the table: an input class, run through every command it applies to."""
@@ -186,6 +199,13 @@ CASES = (
         output="read-only",
         commands=WITH_OUTPUT,
     ),
+    Case(
+        "every prepare step fails",
+        "bad_attribute.onnx",
+        3,
+        "every step failed, nothing was prepared; ort-quant:fix_shapes: ValidationError: Unrecognized",
+        commands=("prepare",),
+    ),
 )
 
 
@@ -199,6 +219,7 @@ def models() -> Iterator[Path]:
         onnx.save(unknown_op_model(), folder / "acme.onnx")
         onnx.save(string_model(), folder / "strings.onnx")
         onnx.save(zoo.build("control_flow"), folder / "control_flow.onnx")
+        onnx.save(bad_attribute_model(), folder / "bad_attribute.onnx")
         (folder / "empty.onnx").write_bytes(b"")
         (folder / "text.onnx").write_text("a text file, not a model\n")
         data = (folder / "tiny.onnx").read_bytes()
@@ -464,3 +485,148 @@ def test_json_stdout_is_one_document_whatever_tvm_prints(command: str, tmp_path:
         document = json.loads(done.stdout)  # and nothing else on stdout
         assert document["error"]["exit_code"] == 3 and "Reshape" in document["error"]["message"]
         assert "Error converting operator" not in done.stdout and "Traceback" not in done.stderr
+
+
+# The exit contract beyond bad input files (#39): exit 0 only when what was asked for happened; 2 for the
+# user's arguments and environment variables; 3 when nothing could run or be prepared; 130 for Ctrl-C.
+
+
+def check_refused(done: subprocess.CompletedProcess[str], code: int, *says: str) -> dict:
+    """``done`` exited ``code`` naming each of ``says`` on stderr, without a traceback, and its stdout is
+    one JSON document whose error has that code; return the document."""
+    where = f"exit {done.returncode}\n{done.stderr[-3000:]}"
+    assert done.returncode == code, where
+    assert "internal error" not in done.stderr and "Traceback" not in done.stderr, where
+    for words in says:
+        assert words in done.stderr, where
+    document = json.loads(done.stdout)
+    assert document["error"]["exit_code"] == code, done.stdout[:2000]
+    return document
+
+
+def tvm_bench(*words: str) -> subprocess.CompletedProcess[str]:
+    return run("bench", "zoo:mlp", "--runtime", "tvm", *words, "--json", *FAST_BENCH)
+
+
+@pytest.mark.parametrize("key", [["--rpc-key", "board"], []], ids=["with a key", "without a key"])
+def test_an_rpc_tracker_without_a_port_is_a_usage_error(key: list[str]) -> None:
+    done = tvm_bench("--rpc-tracker", "localhost", *key)
+    check_refused(done, 2, "HOST:PORT", "'localhost'")
+
+
+@pytest.mark.parametrize("where", ["a regular file", "under a regular file", "a read-only folder"])
+def test_a_cache_variable_that_cannot_be_written_is_a_usage_error(
+    where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    file = tmp_path / "cache-file"
+    file.write_text("not a folder\n")
+    cache = {"a regular file": file, "under a regular file": file / "cache"}.get(where, tmp_path / "ro")
+    if where == "a read-only folder":
+        cache.mkdir()
+        cache.chmod(0o555)
+        if os.access(cache, os.W_OK):
+            pytest.skip("this user (root) writes into a folder of mode 0555")
+    monkeypatch.setenv("ONNX_EXPLORER_CACHE", str(cache))
+    why = {
+        "a regular file": "is a regular file, not a folder",
+        "under a regular file": "a part of the path is not a folder",
+        "a read-only folder": "Permission denied",
+    }[where]
+    check_refused(tvm_bench(), 2, f"ONNX_EXPLORER_CACHE={cache}: ", why)
+    assert file.read_text() == "not a folder\n"
+
+
+def test_an_unknown_cpu_in_the_tvm_target_is_refused_listing_those_llvm_knows() -> None:
+    done = tvm_bench("--tvm-target", "llvm -mcpu=notacpu")
+    error = check_refused(done, 2, "-mcpu=notacpu", "is no CPU LLVM knows for", "it knows: ")["error"]
+    assert error["type"] == "UsageError"
+    known = done.stderr.rpartition("it knows: ")[2].split(", ")
+    assert len(known) > 10 and "generic" in known, known[:20]
+
+
+def _foreign_triple() -> str:
+    import platform
+
+    return "x86_64-linux-gnu" if platform.machine() in ("aarch64", "arm64") else "aarch64-linux-gnu"
+
+
+@pytest.mark.parametrize("asked", ["ort-cuda", "tvm for another architecture"])
+def test_a_bench_where_no_runtime_can_run_exits_3_naming_each_and_why(asked: str) -> None:
+    from explorer.runtimes.ort_runtime import OrtRuntime
+
+    if asked == "ort-cuda":
+        if OrtRuntime("CUDAExecutionProvider").available():
+            pytest.skip("CUDA runs here")
+        words, name, why = ["--runtime", "ort-cuda"], "ort-cuda", "has no CUDAExecutionProvider"
+    else:
+        target = f"llvm -mtriple={_foreign_triple()}"
+        words, name, why = ["--runtime", "tvm", "--tvm-target", target], f"tvm-{target}", "it is built for"
+    done = run("bench", "zoo:mlp", *words, "--json", *FAST_BENCH)
+    document = check_refused(done, 3, name, why, "nothing was timed", "zoo:mlp")
+    assert document["results"] == [] and [s["runtime"] for s in document["skipped"]] == [name]
+    assert why in document["skipped"][0]["why"] and why in document["error"]["message"]
+    assert document["error"]["type"] == "RuntimeUnsupportedError" and document["error"]["runtime"] == name
+
+
+@pytest.mark.parametrize("json_flag", [["--json"], []], ids=["json", "text"])
+def test_a_named_runtime_that_was_skipped_exits_3_after_the_others_results(json_flag: list[str]) -> None:
+    target = f"llvm -mtriple={_foreign_triple()}"
+    words = ["--runtime", "ort", "--runtime", "tvm", "--tvm-target", target]
+    done = run("bench", "zoo:mlp", *words, *json_flag, *FAST_BENCH)
+    assert done.returncode == 3, done.stderr[-3000:]
+    assert f"tvm-{target}" in done.stderr and "only ONNX Runtime CPU" in done.stderr
+    if json_flag:
+        document = json.loads(done.stdout)
+        assert [r["runtime"] for r in document["results"]] == ["ort"]
+        assert document["error"]["type"] == "RuntimeUnsupportedError"
+        assert "it is built for" in document["error"]["message"]
+    else:
+        assert done.stdout.splitlines()[-1].startswith(f"tvm-{target}: skipped")
+
+
+def test_a_prepare_whose_every_step_failed_writes_nothing_and_claims_no_placement(tmp_path: Path) -> None:
+    path, out = tmp_path / "bad_attribute.onnx", tmp_path / "out.onnx"
+    onnx.save(bad_attribute_model(), path)
+    done = run("prepare", str(path), "--samples", "1", "--output", str(out))
+    assert done.returncode == 3, done.stderr[-3000:]
+    steps = ("ort-quant:fix_shapes", "onnxsim", "ort-quant:qnn_preprocess", "ort-quant:qnn_qdq")
+    assert all(f"; {step}: " in done.stderr for step in steps), done.stderr  # each step's reason
+    assert f"nothing was written for --output {out}" in done.stderr and not out.exists()
+    assert "runs on" not in done.stdout + done.stderr and "wrote" not in done.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad_attribute.onnx"]
+
+
+@pytest.mark.parametrize("json_flag", [["--json"], []], ids=["json", "text"])
+def test_ctrl_c_exits_130_with_one_json_document(
+    json_flag: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("explorer.cli.info.load", interrupted)
+    done = run("info", "zoo:mlp", *json_flag)
+    assert done.returncode == 130 and done.stderr == "onnx-explorer: interrupted\n"
+    if not json_flag:
+        assert done.stdout == ""
+        return
+    assert json.loads(done.stdout) == {
+        "error": {"type": "interrupted", "message": "interrupted (Ctrl-C)", "exit_code": 130}
+    }
+
+
+@pytest.mark.parametrize(
+    ("umask", "mode"), [(0o022, 0o644), (0o077, 0o600), (0o027, 0o640)], ids=["022", "077", "027"]
+)
+def test_written_files_get_the_mode_the_umask_gives(umask: int, mode: int, tmp_path: Path) -> None:
+    """``report -o`` and ``zoo.save`` (written here) and ``passes -o`` (written by the worker, whose umask was
+    set when it started) all get ``0666 & ~umask``, as any file the user writes."""
+    before = os.umask(umask)
+    try:
+        assert run("report", "zoo:mlp", "-o", str(tmp_path / "r.html")).returncode == 0
+        words = ["passes", "zoo:mlp", "--pipeline", "eliminate_identity", "--no-verify", "-o"]
+        assert run(*words, str(tmp_path / "p.onnx")).returncode == 0
+        zoo.save("mlp", tmp_path)
+    finally:
+        os.umask(before)
+    modes = {p.name: oct(p.stat().st_mode & 0o777) for p in tmp_path.iterdir()}
+    assert modes == {name: oct(mode) for name in ("r.html", "p.onnx", "mlp.onnx")}

@@ -1,4 +1,5 @@
-"""Model paths on the way in: only a regular file is opened, and nothing blocks on a FIFO."""
+"""Model paths on the way in: only a regular file is opened, and nothing blocks on a FIFO; on the way out,
+files get the mode the umask gives, and the cache folder is refused by name when it cannot be written."""
 
 from __future__ import annotations
 
@@ -9,9 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from explorer.core.errors import ModelLoadError, ModelNotFoundError
+from explorer.core.errors import ModelLoadError, ModelNotFoundError, UsageError
 from explorer.isolation import io
-from explorer.isolation.io import check_model_file, file_kind, open_model_file
+from explorer.isolation.io import (
+    cache_folder,
+    check_model_file,
+    file_kind,
+    move_atomic,
+    open_model_file,
+    write_bytes_atomic,
+)
 
 
 def _fifo(folder: Path) -> Path:
@@ -102,3 +110,38 @@ def test_an_unreadable_file_says_so(tmp_path: Path) -> None:
     path.chmod(0)
     with pytest.raises(ModelLoadError, match="cannot read the file: Permission denied"):
         open_model_file(path)
+
+
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o077, 0o600)], ids=["022", "077"])
+def test_written_and_moved_files_get_the_mode_the_umask_gives(umask: int, mode: int, tmp_path: Path) -> None:
+    staged = tmp_path / "staged.bin"
+    staged.write_bytes(b"moved")
+    staged.chmod(0o600 if mode == 0o644 else 0o644)  # as a worker started under another umask made it
+    before = os.umask(umask)
+    try:
+        written = write_bytes_atomic(b"new", tmp_path / "written.bin")
+        replaced = write_bytes_atomic(b"old", tmp_path / "replaced.bin")
+        replaced.chmod(0o666)
+        write_bytes_atomic(b"new", replaced)
+        moved = move_atomic(staged, tmp_path / "moved.bin")
+    finally:
+        os.umask(before)
+    assert {p.name: oct(p.stat().st_mode & 0o777) for p in (written, replaced, moved)} == {
+        name: oct(mode) for name in ("written.bin", "replaced.bin", "moved.bin")
+    }
+
+
+def test_the_cache_folder_is_made_and_a_file_in_its_place_is_refused_by_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ONNX_EXPLORER_CACHE", str(tmp_path / "cache"))
+    assert cache_folder("tvm-tuning") == tmp_path / "cache" / "tvm-tuning"
+    assert os.listdir(tmp_path / "cache" / "tvm-tuning") == []  # the write check leaves nothing
+    (tmp_path / "file").write_bytes(b"")
+    monkeypatch.setenv("ONNX_EXPLORER_CACHE", str(tmp_path / "file"))
+    with pytest.raises(UsageError, match=f"^ONNX_EXPLORER_CACHE={tmp_path / 'file'}: is a regular file, not"):
+        cache_folder("tvm-tuning")
+    monkeypatch.delenv("ONNX_EXPLORER_CACHE")
+    monkeypatch.setenv("HOME", str(tmp_path / "file"))
+    with pytest.raises(UsageError, match="set ONNX_EXPLORER_CACHE to a folder you can write in"):
+        cache_folder()
