@@ -192,8 +192,9 @@ class FunctionPass:
         ``"simplify"``, ``"convert"`` or ``"utility"``.
     large_models : bool
         Whether the pass works on models over protobuf's 2 GiB limit (through
-        external data). Passes that do not are refused before they start, with
-        :class:`~explorer.core.errors.ModelTooLargeError`.
+        external data: ONNX Runtime's levels, onnxsim, onnxoptimizer's passes). Passes that do
+        not (their library takes the model as one protobuf message, as the version converter
+        does) are refused before they start, with :class:`~explorer.core.errors.ModelTooLargeError`.
 
     Examples
     --------
@@ -303,8 +304,9 @@ class FunctionPass:
         raise ModelTooLargeError(
             f"{self.name} ({self.family}) hands the whole model to its library as one protobuf "
             f"message, which protobuf limits to 2 GiB; this model is {format_bytes(size)} with its "
-            "weights. ONNX Runtime's levels (ort:basic, ort:extended, ort:all) work on it through "
-            "external data; or make the weights smaller first (e.g. float16 or quantized weights)"
+            "weights. ONNX Runtime's levels (ort:basic, ort:extended, ort:all), onnxsim and "
+            "onnxoptimizer's passes work on it through external data; or make the weights smaller "
+            "first (e.g. float16 or quantized weights)"
         )
 
 

@@ -21,14 +21,23 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from explorer.core.tensors import PROTOBUF_LIMIT, format_bytes
 from explorer.isolation.worker import report
 from explorer.onnx_adapter.files import save_model
+from explorer.onnx_adapter.weights import (
+    STRIP_KEEP_BYTES,
+    check_external_data,
+    external_span,
+    external_tensors,
+    model_bytes,
+)
 from explorer.runtimes.ort import create_ort_session
 
 __all__ = [
@@ -177,6 +186,13 @@ def onnxoptimizer_step(
     constants is evaluated (:func:`fold_constants`); with ``cleanup``, dead
     nodes and unused initializers the pass left behind are removed.
 
+    A model over protobuf's 2 GiB with its weights cannot go through
+    ``onnxoptimizer.optimize`` as one message; it goes to onnxoptimizer's own file entry
+    point instead (``optimize_from_path``, what ``optimize`` itself falls back to), which reads
+    the weights from the external-data file, holds them all in memory and writes the result's
+    weights to ``<out_path>.data``. The folding is skipped there (it would read the weights
+    again in Python); the log says so.
+
     Examples
     --------
     >>> import os, tempfile, onnx
@@ -194,12 +210,15 @@ def onnxoptimizer_step(
     """
     import onnxoptimizer
 
-    model = onnx.load(path)
-    had_value_info = _has_value_info(model)
     log = [
         f"onnxoptimizer {onnxoptimizer.__version__}: {', '.join(passes)}"
         + (" (fixed point)" if fixed_point else "")
     ]
+    structure = onnx.load(path, load_external_data=False)
+    if model_bytes(structure) >= PROTOBUF_LIMIT:
+        return log + _onnxoptimizer_from_path(path, structure, passes, fixed_point, cleanup, fold, out_path)
+    model = onnx.load(path) if external_tensors(structure) else structure
+    had_value_info = _has_value_info(model)
     try:
         inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
     except Exception as err:
@@ -218,6 +237,98 @@ def onnxoptimizer_step(
         log.append("removed what the pass left unused (" + ", ".join(CLEANUP_PASSES) + ")")
     _drop_inferred_value_info(optimized, had_value_info)
     save_model(optimized, out_path)
+    return log
+
+
+def _onnxoptimizer_from_path(
+    path: str,
+    structure: onnx.ModelProto,
+    passes: Sequence[str],
+    fixed_point: bool,
+    cleanup: bool,
+    fold: bool,
+    out_path: str,
+) -> list[str]:
+    """:func:`onnxoptimizer_step` for a model over 2 GiB: onnxoptimizer reads and writes files.
+
+    ``structure`` is the model at ``path`` without its external weights. Shape inference runs on
+    it (small weights read, large ones left out), and onnxoptimizer is given that model, its large
+    weights pointing at their checked files by absolute path, through ``optimize_from_path``: the
+    entry point ``onnxoptimizer.optimize`` falls back to when a model does not fit one message.
+    """
+    from onnxoptimizer import onnx_opt_cpp2py_export as native
+
+    log = [
+        f"the model is {format_bytes(model_bytes(structure))} with its weights, over protobuf's 2 GiB: "
+        "onnxoptimizer reads it from its file with external data (optimize_from_path), every weight in memory"
+    ]
+    had_value_info = _has_value_info(structure)
+    run = native.optimize_fixedpoint_from_path if fixed_point else native.optimize_from_path
+    data_name = os.path.basename(out_path) + ".data"
+    with tempfile.TemporaryDirectory(prefix="onnxoptimizer-input-", dir=os.path.dirname(out_path)) as tmp:
+        source = os.path.join(tmp, "input.onnx")
+        log += _inferred_with_weights_in_place(structure, os.path.dirname(os.path.abspath(path)), source)
+        run(source, out_path, list(passes), data_name)
+        result = onnx.load(out_path, load_external_data=False)
+        changed = _nodes_changed(result, structure)
+        if fold and changed:
+            log.append("constant folding after the pass skipped: above 2 GiB it would read the weights again")
+        if cleanup and changed:
+            cleaned = os.path.join(tmp, "cleaned.onnx")
+            native.optimize_from_path(out_path, cleaned, list(CLEANUP_PASSES), data_name)
+            os.replace(os.path.join(tmp, data_name), os.path.join(os.path.dirname(out_path), data_name))
+            os.replace(cleaned, out_path)
+            result = onnx.load(out_path, load_external_data=False)
+            log.append("removed what the pass left unused (" + ", ".join(CLEANUP_PASSES) + ")")
+    if not had_value_info and _has_value_info(result):
+        _drop_inferred_value_info(result, had_value_info)
+        with open(out_path, "wb") as handle:  # the structure only: the weights stay in their file
+            handle.write(result.SerializeToString())
+    return log
+
+
+def _inferred_with_weights_in_place(structure: onnx.ModelProto, base_dir: str, target: str) -> list[str]:
+    """Write ``structure`` with inferred shapes to ``target``; its external weights stay where they are.
+
+    Weights under :data:`~explorer.onnx_adapter.weights.STRIP_KEEP_BYTES` are read into the model
+    (shape inference and the passes read such constants); larger ones point at their checked file
+    by absolute path, so onnxoptimizer reads them from there. onnxoptimizer reads the external
+    data of the main graph's tensors only: a large weight in a subgraph is refused.
+    """
+    from onnx.external_data_helper import load_external_data_for_tensor
+
+    model = onnx.ModelProto()
+    model.CopyFrom(structure)
+    graph = model.graph
+    main = [*graph.initializer, *(a.t for n in graph.node for a in n.attribute if a.type == a.TENSOR)]
+    placed: set[str] = set()
+    for tensor in (t for t in main if t.data_location == onnx.TensorProto.EXTERNAL):
+        span = external_span(tensor, Path(base_dir))
+        if span.length >= STRIP_KEEP_BYTES:
+            next(e for e in tensor.external_data if e.key == "location").value = os.fspath(span.path)
+            placed.add(os.fspath(span.path))
+    for tensor in external_tensors(model):
+        location = next(e.value for e in tensor.external_data if e.key == "location")
+        if location in placed:
+            continue
+        if external_span(tensor, Path(base_dir)).length >= STRIP_KEEP_BYTES:
+            raise ValueError(
+                f"tensor {tensor.name!r} is in a subgraph and stored externally: onnxoptimizer reads the "
+                "external data of the main graph's tensors only"
+            )
+        load_external_data_for_tensor(tensor, base_dir)
+        tensor.data_location = onnx.TensorProto.DEFAULT
+        del tensor.external_data[:]
+    log: list[str] = []
+    try:
+        model = onnx.shape_inference.infer_shapes(model, data_prop=True)
+    except Exception as err:
+        log.append(
+            f"shape inference before the pass failed ({type(err).__name__}); "
+            "shape-based rewrites may not fire"
+        )
+    with open(target, "wb") as handle:
+        handle.write(model.SerializeToString())
     return log
 
 
@@ -460,6 +571,11 @@ def simplify(
 ) -> dict[str, Any]:
     """Simplify a model file with onnxsim (constant folding, shape fixing, optimizer passes).
 
+    onnxsim is given the file, not a ``ModelProto``: it reads the weights from their external-data
+    files itself, so a model over protobuf's 2 GiB goes through (every weight in memory), and with
+    ``out_path`` and no ``check_n`` it writes the result itself, its weights in an external-data
+    file beside it when the result is over 2 GiB.
+
     Parameters
     ----------
     path : str or os.str | os.PathLike[str]
@@ -498,19 +614,23 @@ def simplify(
     """
     import onnxsim
 
-    model = onnx.load(os.fspath(path))
-    before = len(model.graph.node)
+    structure = onnx.load(os.fspath(path), load_external_data=False)
+    # onnxsim's own reader follows any location and reads past a file's end without a word: check first
+    check_external_data(external_tensors(structure), Path(path).parent, label=os.fspath(path))
+    before = len(structure.graph.node)
     report(0.1, "simplifying with onnxsim")
     shapes = None if input_shapes is None else {name: list(dims) for name, dims in input_shapes.items()}
+    direct = out_path is not None and check_n == 0  # onnxsim writes the file itself (its fast path)
     simplified, check_ok = onnxsim.simplify(
-        model,
+        os.fspath(path),  # the file: onnxsim reads its external data, any size
         check_n=check_n,
         perform_optimization=perform_optimization,
         overwrite_input_shapes=shapes,
         skipped_optimizers=None if skipped_optimizers is None else list(skipped_optimizers),
+        output_path=os.fspath(out_path) if direct else None,
     )
     report(0.9, "saving")
-    if out_path is not None:
+    if out_path is not None and not direct:
         save_model(simplified, out_path)
     return {
         "nodes_before": before,

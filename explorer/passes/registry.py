@@ -245,10 +245,10 @@ def _registry() -> dict[str, FunctionPass]:
         kind = text.ONNXOPTIMIZER_KIND.get(name, "rewrite")
         about = text.ONNXOPTIMIZER.get(name, f"onnxoptimizer pass {name}.")
         add(name, "onnxoptimizer", kind, about, optimizer, [name], args=_onnxoptimizer_args,
-            parameters=_ONNXOPTIMIZER_PARAMETERS)  # fmt: skip
+            parameters=_ONNXOPTIMIZER_PARAMETERS, large_models=True)  # fmt: skip
     preset = list(onnxoptimizer.get_fuse_and_elimination_passes())
     add("fuse_and_eliminate", "onnxoptimizer", "fuse", text.ONNXOPTIMIZER["fuse_and_eliminate"], optimizer,
-        preset, args=_onnxoptimizer_args,
+        preset, args=_onnxoptimizer_args, large_models=True,
         parameters={**_ONNXOPTIMIZER_PARAMETERS, "fixed_point": True, "cleanup": False})  # fmt: skip
     for key, mode in (
         ("onnxsim", "full"),
@@ -256,7 +256,7 @@ def _registry() -> dict[str, FunctionPass]:
         ("onnxsim:shape_ops", "shape_ops"),
     ):
         add(key, "onnxsim", "simplify", text.ONNXSIM[key], sim, mode, args=_onnxsim_args,
-            parameters=_ONNXSIM_PARAMETERS)  # fmt: skip
+            parameters=_ONNXSIM_PARAMETERS, large_models=True)  # fmt: skip
     for level in _ort_levels():
         about = text.ORT.get(f"ort:{level}", f"ONNX Runtime {level} graph optimisation level.")
         add(f"ort:{level}", "ort", "fuse", about, native_steps.ort_optimize_step, level, large_models=True)
