@@ -7,8 +7,10 @@ The folders say what the architecture is (``docs/architecture.md``, "Layers"):
 - ``explorer.isolation``: the worker, CPU cores, process memory, atomic writes. Core only.
 - adapters: ``explorer.onnx_adapter`` (ONNX files and protos into the graph model) and
   ``explorer.zoo`` (sample models). Core and isolation (the zoo also the ONNX adapter).
-- stages: ``explorer.passes``, ``explorer.lower``, ``explorer.runtimes``, ``explorer.targets``.
-  Core, isolation, adapters and each other; never a view or the CLI.
+- stages: ``explorer.passes``, ``explorer.lower``, ``explorer.runtimes``, ``explorer.targets``,
+  ``explorer.overlays``. Core, isolation, adapters and each other; never a view or the CLI.
+  (``overlays`` is a stage, not an adapter: its ONNX Runtime reader runs the ``ort:*`` passes to
+  map a fused kernel back to the model's nodes, and adapters may not import a stage.)
 - ``explorer.views``: pure figures and pages from any of the above.
 - ``explorer.cli``: the command line, on top of everything in ``explorer``.
 - nothing in ``explorer`` imports ``widgets`` (the UI sits on top and may import anything).
@@ -39,6 +41,7 @@ LAYER_OF = {
     "lower": "stage",
     "runtimes": "stage",
     "targets": "stage",
+    "overlays": "stage",
     "views": "view",
     "cli": "app",
 }

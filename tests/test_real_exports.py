@@ -244,6 +244,9 @@ def test_readme_commands_on_base_install(exports: dict[str, Path], base_env: Bas
     names = {"MODEL": exports["convnext"], "A.onnx": exports["convnext"], "B.onnx": exports["efficientnet"]}
     names["report.html"] = tmp_path / "report.html"
     names["DECODER"] = "zoo:llama"  # a decoder LLM in standard ONNX: the base install generates with it
+    node_data = tmp_path / "node_data.json"  # overlay's FILE: Model Explorer node data, no ONNX Runtime run
+    node_data.write_text('{"main_graph": {"results": {"no-such-node": {"value": 1}}}}')
+    names["FILE"] = node_data
     lines = readme_commands()
     assert len(lines) >= 10 and any("ort-transformers:bert" in line for line in lines)
     failed = []

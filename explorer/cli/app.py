@@ -11,15 +11,17 @@ Examples
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import traceback
 from collections.abc import Sequence
 from typing import NoReturn
 
 from explorer import __version__
-from explorer.cli import bench, coverage, diff, info, lower, passes, prepare, report
+from explorer.cli import bench, coverage, diff, info, lower, overlay, passes, prepare, report
 from explorer.cli.errors import (
     EXIT_BAD_INPUT,
+    EXIT_BROKEN_PIPE,
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
     EXIT_NOT_IMPORTED,
@@ -31,7 +33,7 @@ from explorer.core.errors import ExplorerError, LoweringError, RuntimeUnsupporte
 
 __all__ = ["COMMANDS", "Parser", "build_parser", "main"]
 
-COMMANDS = (info, passes, report, lower, bench, coverage, prepare, diff)
+COMMANDS = (info, passes, report, lower, bench, coverage, prepare, diff, overlay)
 """The command modules, in the order ``--help`` lists them; each has ``add_parser`` and ``run``."""
 
 
@@ -66,6 +68,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that flushing it at exit raises nothing again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # stdout is no file (a test's capture): nothing to flush
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``onnx-explorer`` with ``argv`` (default: ``sys.argv[1:]``) and return the exit code.
 
@@ -89,6 +101,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return fail(err, EXIT_NOT_IMPORTED, as_json)
     except ExplorerError as err:
         return fail(err, EXIT_BAD_INPUT, as_json)
+    except BrokenPipeError:  # the reader of stdout went away (`| head`): stop quietly, as a shell's tools do
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
     except KeyboardInterrupt:  # Ctrl-C: with --json, stdout is still one document
         print("onnx-explorer: interrupted", file=sys.stderr)
         if as_json:

@@ -21,6 +21,7 @@ __all__ = [
     "EXIT_INTERNAL",
     "EXIT_NOT_IMPORTED",
     "EXIT_INTERRUPTED",
+    "EXIT_BROKEN_PIPE",
     "ERROR_FIELDS",
     "ArgumentsRejected",
     "error_dict",
@@ -42,6 +43,10 @@ pass or runtime are named."""
 
 EXIT_INTERRUPTED = 130
 """Exit code when the user stopped the run (Ctrl-C: 128 + SIGINT, as a shell reports it)."""
+
+EXIT_BROKEN_PIPE = 141
+"""Exit code when the reader of stdout closed the pipe (``| head``): 128 + SIGPIPE, as a shell reports
+it; nothing more is written and no error is claimed."""
 
 ERROR_FIELDS = ("path", "runtime", "op_type", "domain", "opset", "pass_name", "binding", "onnx_nodes", "fix")
 """Attributes of typed errors the ``--json`` error document carries when they are set."""

@@ -5,7 +5,8 @@ cannot be written, before any long work runs; :func:`cache_folder` is the cache 
 (``$ONNX_EXPLORER_CACHE``), refused by name when it cannot be written. On the way in,
 :func:`check_model_file` and :func:`open_model_file` take a model path only when it is a regular
 file: a FIFO, a device (``/dev/zero``), a socket or a folder is refused, by its ``stat``, before
-anything opens it, so a read can neither block forever nor run without end.
+anything opens it, so a read can neither block forever nor run without end; :func:`read_json_file`
+reads any other input file the same way, bounded in size (an overlay, a profile).
 
 Examples
 --------
@@ -20,13 +21,14 @@ Examples
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from explorer.core.errors import ModelLoadError, ModelNotFoundError, OutputPathError, UsageError
 
@@ -45,6 +47,8 @@ __all__ = [
     "file_kind",
     "check_model_file",
     "open_model_file",
+    "JSON_MAX_BYTES",
+    "read_json_file",
 ]
 
 
@@ -358,7 +362,9 @@ def file_kind(mode: int) -> str:
     return "not a regular file"
 
 
-def check_model_file(path: str | os.PathLike[str], *, label: str | None = None) -> os.stat_result:
+def check_model_file(
+    path: str | os.PathLike[str], *, label: str | None = None, what: str = "an ONNX model file"
+) -> os.stat_result:
     """Check that ``path`` is an existing regular file (a link to one counts), opening nothing.
 
     Every model path a user gives goes through here before it is opened: a FIFO would block
@@ -371,6 +377,8 @@ def check_model_file(path: str | os.PathLike[str], *, label: str | None = None) 
         The model file.
     label : str, optional
         How messages name it (default: ``path`` as given).
+    what : str
+        What the file should be, in the refusal's words (``"an ONNX model file"``, ``"a JSON file"``).
 
     Returns
     -------
@@ -407,20 +415,24 @@ def check_model_file(path: str | os.PathLike[str], *, label: str | None = None) 
     except OSError as err:
         raise ModelLoadError(f"cannot read the file: {err.strerror or err}", path=name) from None
     if not stat.S_ISREG(info.st_mode):
-        raise _not_a_file(path, name, info.st_mode)
+        raise _not_a_file(path, name, info.st_mode, what)
     return info
 
 
-def _not_a_file(path: str | os.PathLike[str], name: str, mode: int) -> ModelNotFoundError:
+def _not_a_file(
+    path: str | os.PathLike[str], name: str, mode: int, what: str = "an ONNX model file"
+) -> ModelNotFoundError:
     """The error for a path that is there but is not a regular file, naming what it is."""
     link = ""
     with contextlib.suppress(OSError):
         if os.path.islink(path):
             link = f" (a link to {os.path.realpath(path)})"
-    return ModelNotFoundError(f"is {file_kind(mode)}{link}, not an ONNX model file", path=name)
+    return ModelNotFoundError(f"is {file_kind(mode)}{link}, not {what}", path=name)
 
 
-def open_model_file(path: str | os.PathLike[str], *, label: str | None = None) -> BinaryIO:
+def open_model_file(
+    path: str | os.PathLike[str], *, label: str | None = None, what: str = "an ONNX model file"
+) -> BinaryIO:
     """Open a model file for reading, once :func:`check_model_file` has taken it.
 
     The file is opened without blocking and checked again on the open descriptor, so a path
@@ -432,6 +444,8 @@ def open_model_file(path: str | os.PathLike[str], *, label: str | None = None) -
         The model file.
     label : str, optional
         How messages name it (default: ``path`` as given).
+    what : str
+        What the file should be, in the refusal's words.
 
     Returns
     -------
@@ -453,7 +467,7 @@ def open_model_file(path: str | os.PathLike[str], *, label: str | None = None) -
     4
     """
     name = os.fspath(path) if label is None else label
-    check_model_file(path, label=label)
+    check_model_file(path, label=label, what=what)
     nonblocking = getattr(os, "O_NONBLOCK", 0)
     flags = os.O_RDONLY | nonblocking | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
     try:
@@ -463,10 +477,85 @@ def open_model_file(path: str | os.PathLike[str], *, label: str | None = None) -
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):  # replaced since the check
-            raise _not_a_file(path, name, mode)
+            raise _not_a_file(path, name, mode, what)
         if nonblocking:
             os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
         raise
     return os.fdopen(fd, "rb")
+
+
+JSON_MAX_BYTES = 256 * 2**20
+"""The largest JSON file :func:`read_json_file` reads by default (parsed, JSON takes several times
+its size in memory; an ONNX Runtime profile of thousands of runs of an LLM stays well under it)."""
+
+
+def read_json_file(
+    path: str | os.PathLike[str],
+    *,
+    what: str = "a JSON file",
+    max_bytes: int = JSON_MAX_BYTES,
+    label: str | None = None,
+) -> Any:
+    """Read and parse the JSON file ``path``, bounded: checked as :func:`check_model_file` checks a
+    model (a FIFO, a device, a folder are refused before anything opens them), refused above
+    ``max_bytes``, and read no further than that even if the file grows meanwhile.
+
+    Parameters
+    ----------
+    path : path
+        The file.
+    what : str
+        What the file should be, in the refusals' words (``"a profile or overlay file"``).
+    max_bytes : int
+        The largest size read.
+    label : str, optional
+        How messages name it (default: ``path`` as given).
+
+    Returns
+    -------
+    Any
+        The parsed value (a dict, a list, ...).
+
+    Raises
+    ------
+    ModelNotFoundError
+        The path does not exist or is not a regular file (the message names it and what it is).
+    UsageError
+        The file is empty, larger than ``max_bytes``, or not JSON: the message starts with the
+        file's name and says where the JSON breaks.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> path = write_text_atomic('{"a": [1, 2]}', os.path.join(tempfile.mkdtemp(), "a.json"))
+    >>> read_json_file(path)
+    {'a': [1, 2]}
+    >>> try:
+    ...     read_json_file(os.devnull, what="an overlay file")
+    ... except ModelNotFoundError as err:
+    ...     print(err)
+    /dev/null: is a character device, not an overlay file
+    """
+    from explorer.core.tensors import format_bytes
+
+    name = os.fspath(path) if label is None else label
+    size = check_model_file(path, label=label, what=what).st_size
+    too_large = f"{name}: the file is larger than {format_bytes(max_bytes)}, the most read as {what}"
+    if size > max_bytes:
+        raise UsageError(f"{too_large} (it has {format_bytes(size)})")
+    with open_model_file(path, label=label, what=what) as handle:
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise UsageError(too_large)
+    if not data.strip():
+        raise UsageError(f"{name}: the file is empty, not {what}")
+    try:
+        return json.loads(data)
+    except json.JSONDecodeError as err:
+        raise UsageError(
+            f"{name}: not valid JSON ({err.msg} at line {err.lineno}, column {err.colno}), not {what}"
+        ) from None
+    except (UnicodeDecodeError, ValueError) as err:
+        raise UsageError(f"{name}: not valid JSON ({err}), not {what}") from None

@@ -37,9 +37,10 @@ from tests.conftest import tiny_model
 from tests.explorer import bad_models
 from tests.explorer.capped import run_cli_capped
 
-COMMANDS = ("info", "passes", "diff", "report", "lower", "bench", "coverage", "prepare")
+COMMANDS = ("info", "passes", "diff", "report", "lower", "bench", "coverage", "prepare", "overlay")
 WITH_OUTPUT = ("passes", "report", "prepare")
-WITH_SHAPES = tuple(c for c in COMMANDS if c != "diff")
+WITH_SHAPES = tuple(c for c in COMMANDS if c not in ("diff", "overlay"))
+NODE_DATA = {"main_graph": {"results": {"/fc/Add": {"value": 1.0}}}}  # overlay's FILE, in the models folder
 OUTPUT_NAME = {"passes": "out.onnx", "report": "out.html", "prepare": "out.onnx"}
 NOBODY = 65534
 FAST_BENCH = ("--min-runs", "1", "--min-seconds", "0", "--warmup", "0")
@@ -227,6 +228,7 @@ def models() -> Iterator[Path]:
         (folder / "folder.onnx").mkdir()
         (folder / "declared.onnx").write_bytes(bad_models.declared_shape_past_file().SerializeToString())
         bad_models.external_data_past_eof(folder)  # past_eof.onnx and weights.bin
+        (folder / "node_data.json").write_text(json.dumps(NODE_DATA))
         for item in folder.iterdir():
             item.chmod(0o755 if item.is_dir() else 0o644)
         yield folder
@@ -245,6 +247,7 @@ def argv(command: str, model: str, output: str, case: Case, reference: str) -> l
         "bench": ["bench", model, "--json", *FAST_BENCH],
         "coverage": ["coverage", model, "--json"],
         "prepare": ["prepare", model, "--json", "--samples", "1", "--output", output],
+        "overlay": ["overlay", model, str(Path(reference).with_name("node_data.json")), "--json"],
     }[command]
     if case.shape:
         words += ["--input-shape", case.shape]
@@ -399,6 +402,41 @@ def check_cell(case: Case, command: str, models: Path, base: Path) -> None:
     assert sorted(os.listdir(inputs)) == sorted(placed), os.listdir(inputs)
     if expected == 0 and command in ("passes", "prepare"):
         onnx.checker.check_model(onnx.load(output))  # a whole model where it was asked for
+
+
+OVERLAY_FILES = {
+    "missing": ("no such file", None),
+    "folder": ("is a folder, not a profile or overlay file", None),
+    "/dev/zero": ("is a character device, not a profile or overlay file", None),
+    "fifo": ("is a FIFO (named pipe), not a profile or overlay file", None),
+    "empty": ("the file is empty, not a profile or overlay file", b""),
+    "text": ("not valid JSON (Expecting value at line 1, column 1)", b"a text file\n"),
+    "truncated JSON": ("not valid JSON (Expecting", json.dumps(NODE_DATA).encode()[:-9]),
+    "another JSON": ("not a format the explorer reads; it reads: ort-profile", b'{"layers": [1, 2]}'),
+    "a malformed profile": ("execution_detail[0] is not a layer with a 'name'", b'{"execution_detail": [3]}'),
+}
+"""``overlay``'s FILE, bad in each way: what stderr says, and the file's bytes (None: made in the test)."""
+
+
+@pytest.mark.parametrize("kind", list(OVERLAY_FILES))
+def test_overlay_refuses_a_bad_file_naming_it(kind: str, models: Path, tmp_path: Path) -> None:
+    says, content = OVERLAY_FILES[kind]
+    path = tmp_path / "overlay.json"
+    if kind == "/dev/zero":
+        path = Path(kind)
+    elif kind == "folder":
+        path.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif content is not None:
+        path.write_bytes(content)
+    runner = run_cli_capped if kind in ("/dev/zero", "fifo") else run
+    done = runner("overlay", str(models / "tiny.onnx"), str(path), "--json")
+    where = f"{kind}: exit {done.returncode}\n{done.stderr[-2000:]}"
+    assert done.returncode == 2, where
+    assert "Traceback" not in done.stderr and "internal error" not in done.stderr, where
+    assert says in done.stderr and str(path) in done.stderr, where
+    assert json.loads(done.stdout)["error"]["exit_code"] == 2
 
 
 @pytest.mark.parametrize("second", ["/dev/zero", "fifo"])
@@ -630,3 +668,17 @@ def test_written_files_get_the_mode_the_umask_gives(umask: int, mode: int, tmp_p
         os.umask(before)
     modes = {p.name: oct(p.stat().st_mode & 0o777) for p in tmp_path.iterdir()}
     assert modes == {name: oct(mode) for name in ("r.html", "p.onnx", "mlp.onnx")}
+
+
+class _ClosedPipe(io.StringIO):
+    """A stdout whose reader went away (``onnx-explorer info MODEL | head -1``)."""
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_a_closed_pipe_on_stdout_ends_quietly_with_141_not_an_internal_error() -> None:
+    err = io.StringIO()
+    with contextlib.redirect_stdout(_ClosedPipe()), contextlib.redirect_stderr(err):
+        code = main(["info", "zoo:mlp"])
+    assert code == 141 and err.getvalue() == ""

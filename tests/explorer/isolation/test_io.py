@@ -3,6 +3,7 @@ files get the mode the umask gives, and the cache folder is refused by name when
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import threading
@@ -145,3 +146,34 @@ def test_the_cache_folder_is_made_and_a_file_in_its_place_is_refused_by_name(
     monkeypatch.setenv("HOME", str(tmp_path / "file"))
     with pytest.raises(UsageError, match="set ONNX_EXPLORER_CACHE to a folder you can write in"):
         cache_folder()
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (b"", "the file is empty, not a JSON file"),
+        (b"  \n", "the file is empty, not a JSON file"),
+        (b'{"a": [1, 2', "not valid JSON (Expecting ',' delimiter at line 1, column 12), not a JSON file"),
+        (b"\xff\xfe\x00garbage", "not valid JSON"),
+    ],
+)
+def test_read_json_file_refuses_what_is_not_json_naming_the_file(
+    content: bytes, says: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "bad.json"
+    path.write_bytes(content)
+    with pytest.raises(UsageError) as info:
+        io.read_json_file(path)
+    assert str(info.value).startswith(f"{path}: ") and says in str(info.value)
+
+
+def test_read_json_file_is_bounded_and_takes_only_regular_files(tmp_path: Path) -> None:
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps({"a": "x" * 100}))
+    assert io.read_json_file(path)["a"] == "x" * 100
+    with pytest.raises(UsageError, match="the file is larger than 64 B, the most read as an overlay file"):
+        io.read_json_file(path, max_bytes=64, what="an overlay file")
+    with pytest.raises(ModelNotFoundError, match="is a FIFO \\(named pipe\\), not an overlay file"):
+        io.read_json_file(_fifo(tmp_path), what="an overlay file")
+    with pytest.raises(ModelNotFoundError, match="no such file"):
+        io.read_json_file(tmp_path / "missing.json")
