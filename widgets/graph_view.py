@@ -32,6 +32,7 @@ from explorer.views.details import details_html, node_details
 from explorer.views.figures import COLOR_BY, NODES, graph_figure, plot_height
 from explorer.views.layout import GROUP_PREFIX, Layout, auto_collapse, collapse_group, expand, layered
 from explorer.views.node_boxes import PX_PER_UNIT
+from explorer.views.overlay_view import overlay_colorings, overlay_details_html
 
 from .figure_sync import show_text_for_view, sync_figure
 from .recent import load_recent
@@ -67,6 +68,11 @@ class GraphView(w.VBox):
         ``"op_type"``, ``"scope"``, ``"kind"`` or the name of an overlay.
     overlays : mapping, optional
         Name -> {node id -> category or value}: extra colourings in the menu.
+    overlay : Overlay, path or dict, optional
+        Another tool's results (or ours) on the model: an :class:`~explorer.overlays.Overlay`, or a
+        file or parsed JSON :func:`explorer.overlays.read` maps onto the graph. Each field it fills
+        becomes a colouring (time and numbers continuous; compute unit, provider and placements as
+        categories), the first one shown, and the details panel lists a node's overlay fields.
     height : int
         Height of the graph in pixels.
 
@@ -81,6 +87,9 @@ class GraphView(w.VBox):
     layout_ : Layout
         The current layout.
 
+    overlay : Overlay or None
+        The overlay given (read onto the graph).
+
     Examples
     --------
     >>> view = GraphView("zoo:resnet18", collapse=1)
@@ -93,9 +102,10 @@ class GraphView(w.VBox):
         graph: ModelGraph | Any,
         *,
         collapse: Any = "auto",
-        color_by: str = "op_type",
+        color_by: str | None = None,
         overlays: Mapping[str, Mapping[str, Any]] | None = None,
         palettes: Mapping[str, Mapping[str, str]] | None = None,
+        overlay: Any = None,
         height: int = 650,
     ) -> None:
         # Imported here, not at the top: plotly's widget stack is only needed once a view is made.
@@ -111,6 +121,14 @@ class GraphView(w.VBox):
             self.graph = load_recent(graph, while_inferring=warm_plotly)
         self.overlays: dict[str, Mapping[str, Any]] = dict(overlays or {})
         self.palettes: dict[str, Mapping[str, str]] = dict(palettes or {})
+        self.overlay = self._read_overlay(overlay) if overlay is not None else None
+        colorings = overlay_colorings(self.overlay) if self.overlay is not None else {}
+        for name, (values, palette) in colorings.items():
+            self.overlays[name] = values
+            if palette is not None:
+                self.palettes[name] = palette
+        if color_by is None:
+            color_by = next(iter(colorings), "op_type")
         self.edge_marks: dict[str, Mapping[str, str]] = {}
         self.selected: str | None = None
         self.height = height
@@ -294,7 +312,10 @@ class GraphView(w.VBox):
             self.reveal(item)
         self.selected = item
         details = node_details(self.graph, item)
-        self.details.value = details_html(details)
+        extra = (
+            overlay_details_html(self.overlay, item) if self.overlay is not None and not self._stack else ""
+        )
+        self.details.value = details_html(details) + extra
         buttons = []
         for attr, sub in self.graph.subgraphs.get(item, {}).items():
             button = w.Button(
@@ -508,6 +529,29 @@ class GraphView(w.VBox):
             self.refresh()
         else:
             self.color_menu.value = name
+
+    def _read_overlay(self, overlay: Any) -> Any:
+        from explorer.overlays import Overlay, read
+
+        return overlay if isinstance(overlay, Overlay) else read(overlay, self.graph)
+
+    def show_overlay(self, overlay: Any) -> None:
+        """Show another overlay (an :class:`~explorer.overlays.Overlay`, a file or parsed JSON): each of
+        its colourings joins the colour menu through :meth:`set_overlay`, the first one shown, and the
+        details panel lists its fields.
+
+        Examples
+        --------
+        >>> view = GraphView("zoo:mlp")
+        >>> view.show_overlay({"main_graph": {"results": {"/fc1/Gemm": {"value": 2.0}}}})
+        >>> view.color_menu.value, view.overlays["model-explorer: value"]
+        ('model-explorer: value', {'/fc1/Gemm': 2.0})
+        """
+        self.overlay = self._read_overlay(overlay)
+        for name, (values, palette) in reversed(list(overlay_colorings(self.overlay).items())):
+            self.set_overlay(name, values, palette)
+        if self.selected is not None:
+            self.select(self.selected)
 
     def open_subgraph(self, node_id: str, attr: str) -> None:
         """Show a subgraph of an ``If`` / ``Loop`` / ``Scan`` node; :meth:`close_subgraph` goes back.

@@ -20,6 +20,7 @@ from typing import Any
 from explorer.cli.errors import EXIT_NOT_IMPORTED, error_dict, say_error
 from explorer.cli.fix_flags import add_fix_options, fix_progress, with_flags
 from explorer.cli.options import (
+    add_export_overlay,
     add_input_shape,
     add_json,
     add_model,
@@ -29,6 +30,7 @@ from explorer.cli.options import (
 )
 from explorer.core.errors import ExplorerError, LoweringError, RuntimeUnsupportedError
 from explorer.core.tensors import format_bytes
+from explorer.isolation.io import check_output_path
 from explorer.onnx_adapter.input_shapes import check_input_shapes
 from explorer.onnx_adapter.load import load
 
@@ -148,6 +150,9 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
         action="store_true",
         help="a decoder LLM: time one call at the input shapes instead of a prompt and decode steps",
     )
+    add_export_overlay(
+        parser, "--profile's time per node (implies --profile), one node-data file per runtime and call"
+    )
     add_json(parser)
     parser.set_defaults(handler=run)
     return parser
@@ -203,6 +208,9 @@ def run(args: argparse.Namespace) -> int:
     """
     from explorer.runtimes.bench import bench
 
+    if args.export_overlay:
+        check_output_path(args.export_overlay, args.model)  # before the work
+        args.profile = True
     graph = load(args.model)
     check_input_shapes(graph.model, dict(args.input_shape), args.model)
     runtimes = _runtimes(args)
@@ -263,10 +271,14 @@ def run(args: argparse.Namespace) -> int:
         raise ExplorerError(str(err)) from None
     if not report.results:  # every runtime asked for was skipped: nothing was timed
         return _nothing_timed(report, applied, args)
-    profiles = _node_times(graph, runtimes, report, args) if args.profile else {}
+    found = _node_times(graph, runtimes, report, args) if args.profile else {}
+    profiles = {label: {call: dict(p.node_ms) for call, p in calls.items()} for label, calls in found.items()}
+    exported = _export(graph, found, args.export_overlay) if args.export_overlay else []
     named_but_skipped = _named_but_skipped(report, args)
     if args.json:
         extra: dict[str, Any] = {"profiles": profiles} if args.profile else {}
+        if args.export_overlay:
+            extra["exported_overlays"] = [str(path) for path in exported]
         if named_but_skipped is not None:
             extra["error"] = error_dict(named_but_skipped, EXIT_NOT_IMPORTED)
         print(json.dumps({**report.to_dict(), "source": args.model, "fixes": list(applied), **extra}))
@@ -293,6 +305,8 @@ def run(args: argparse.Namespace) -> int:
             slowest = sorted(node_ms.items(), key=lambda kv: -kv[1])[:5]
             where = "; ".join(f"{node} {ms:.3f} ms" for node, ms in slowest)
             print(f"{label}, {call}: slowest nodes {where}")
+    for path in exported:
+        print(f"wrote {path} (Model Explorer node data)")
     for name, why in report.skipped:
         print(f"{name}: skipped ({why})")
     for r in report.results:  # tuned on RPC servers: who measured what, and what a dead server cost
@@ -345,17 +359,30 @@ def _nothing_timed(report: Any, applied: Sequence[str], args: argparse.Namespace
     return EXIT_NOT_IMPORTED
 
 
+def _export(graph: Any, found: Mapping[str, Mapping[str, Any]], path: str) -> list[Any]:
+    """``--export-overlay``: each runtime's (and call's) profile as Model Explorer node data."""
+    from explorer.overlays.export import export_overlays
+    from explorer.overlays.ours import profile_overlay
+
+    overlays = [
+        profile_overlay(prof, graph, call=None if call == "run" else call)
+        for calls in found.values()
+        for call, prof in calls.items()
+    ]
+    return export_overlays(overlays, path, graph)
+
+
 def _node_times(
     graph: Any, runtimes: Sequence[Any], report: Any, args: argparse.Namespace
-) -> dict[str, dict[str, dict[str, float]]]:
-    """Each timed runtime's per-node milliseconds: ``{label: {call: {node: ms}}}`` (``"prefill"`` and
-    ``"decode"`` for a decoder's generation, else ``"run"``)."""
+) -> dict[str, dict[str, Any]]:
+    """Each timed runtime's profile: ``{label: {call: Profile}}`` (``"prefill"`` and ``"decode"``
+    for a decoder's generation, else ``"run"``); ``Profile.node_ms`` is the time per node."""
     from explorer.onnx_adapter.inputs import random_feeds
     from explorer.runtimes.generation import generation_profiles
     from explorer.runtimes.profile import profile
 
     timed = {r.label: r for r in report.results}
-    found: dict[str, dict[str, dict[str, float]]] = {}
+    found: dict[str, dict[str, Any]] = {}
     for runtime in runtimes:
         row = timed.get(runtime.label)
         if row is None:
@@ -374,7 +401,7 @@ def _node_times(
             shapes = report.input_shapes
             session = runtime.prepare(graph, shapes)
             calls = {"run": profile(session, random_feeds(graph.model, shapes, seed=report.seed or 0))}
-        found[runtime.label] = {call: dict(p.node_ms) for call, p in calls.items()}
+        found[runtime.label] = dict(calls)
     return found
 
 

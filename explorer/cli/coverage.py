@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
-from explorer.cli.options import add_input_shape, add_json, add_model
+from explorer.cli.options import add_export_overlay, add_input_shape, add_json, add_model
 from explorer.core.errors import ExplorerError
+from explorer.isolation.io import check_output_path
 from explorer.onnx_adapter.load import load
 
 __all__ = ["add_parser", "run"]
@@ -54,6 +56,11 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser.add_argument(
         "--list-targets", action="store_true", help="list the targets and where their knowledge comes from"
     )
+    add_export_overlay(
+        parser,
+        "each target's placement per node (partition 1, ..., the fallback device; coloured as the "
+        "graph's partition overlay) and, where nodes fall back, their reasons",
+    )
     add_json(parser)
     parser.set_defaults(handler=run)
     return parser
@@ -92,11 +99,15 @@ def run(args: argparse.Namespace) -> int:
     except KeyError as err:
         raise ExplorerError(err.args[0]) from None
     require_available(targets)  # a compiler not installed: said before loading, with what to install
+    if args.export_overlay:
+        check_output_path(args.export_overlay, args.model)  # before the work
     shapes = dict(args.input_shape) or None
     graph = load(args.model, input_shapes=shapes)
     report = coverage(graph, targets or None, input_shapes=shapes, with_assignment=args.assignment)
+    exported = _export(graph, report, args.export_overlay) if args.export_overlay else []
     if args.json:
-        print(json.dumps(report.to_dict()))
+        extra = {"exported_overlays": [str(p) for p in exported]} if args.export_overlay else {}
+        print(json.dumps({**report.to_dict(), **extra}))
         return 0
     print(f"model: {args.model}")
     print(f"{'target':<17} {'supported':>9} {'total':>6} {'coverage':>8} {'by FLOPs':>8} {'partitions':>10}")
@@ -112,4 +123,20 @@ def run(args: argparse.Namespace) -> int:
             print(f"  ONNX Runtime's own placement {'agrees' if t.agrees_with_runtime else 'DIFFERS'}")
         for op, entry in t.fallback_ops.items():
             print(f"  {op} x{entry['count']}: {'; '.join(entry['reasons'][:3])}")
+    for path in exported:
+        print(f"wrote {path} (Model Explorer node data)")
     return 0
+
+
+def _export(graph: Any, report: Any, path: str) -> list[Any]:
+    """``--export-overlay``: each target's placement, then its fallback reasons (when any node falls
+    back), as Model Explorer node data."""
+    from explorer.overlays.export import export_overlays
+    from explorer.overlays.ours import fallback_overlay, placement_overlay
+
+    overlays = []
+    for p in report.partitionings.values():
+        overlays.append(placement_overlay(p, graph))
+        if p.fallback_nodes:
+            overlays.append(fallback_overlay(p, graph))
+    return export_overlays(overlays, path, graph)

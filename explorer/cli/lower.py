@@ -20,6 +20,7 @@ from explorer.cli.errors import EXIT_NOT_IMPORTED, error_dict, say_error
 from explorer.cli.fix_flags import add_fix_options, fix_progress, with_flags
 from explorer.cli.options import add_input_shape, add_json, add_model
 from explorer.core.errors import LoweringError, UsageError
+from explorer.isolation.io import check_output_path
 from explorer.onnx_adapter.input_shapes import check_input_shapes
 from explorer.onnx_adapter.load import load
 
@@ -100,6 +101,19 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
         help="with --compiler iree: a step per compilation phase (default), or per module-level pass that "
         "changed the module (about a hundred; for small models)",
     )
+    parser.add_argument(
+        "--export-mapping",
+        metavar="FILE",
+        help="write which lowered nodes came from which ONNX nodes as Model Explorer's sync-navigation "
+        "mapping (JSON: mappingEntries of leftNodeIds, the ONNX node names, and rightNodeIds, the lowered "
+        "graph's node ids): TVM's kernels after FuseTIR, IREE's dispatches at flow (--mapping-step: "
+        "another step)",
+    )
+    parser.add_argument(
+        "--mapping-step",
+        metavar="STEP",
+        help="with --export-mapping: the pass (TVM) or phase (IREE) whose graph the mapping's right side is",
+    )
     add_json(parser)
     parser.set_defaults(handler=run)
     return parser
@@ -128,8 +142,9 @@ def run(args: argparse.Namespace) -> int:
             "--detail and --iree-flags are for --compiler iree (TVM's steps are its passes: --passes)"
         )
     passes = check_passes(args.passes) if args.passes else "default"  # a typo: before anything runs
+    _check_mapping_flags(args)
     try:
-        timeline, applied = _lowered(args, lambda g, s: relax_pipeline(g, s, passes))
+        timeline, applied, graph = _lowered(args, lambda g, s: relax_pipeline(g, s, passes))
     except RelaxImportFailed as err:
         result = err.result
         if args.json:
@@ -161,10 +176,11 @@ def run(args: argparse.Namespace) -> int:
         }
         for snap in timeline.snapshots
     ]
+    mapping = _export_mapping(args, graph, timeline)
     if args.json:
-        print(
-            json.dumps({"source": args.model, "fixes": list(applied), "import": rows[0], "steps": rows[1:]})
-        )
+        extra = {"mapping": mapping} if mapping else {}
+        document = {"source": args.model, "fixes": list(applied), "import": rows[0], "steps": rows[1:]}
+        print(json.dumps({**document, **extra}))
         return 0
     print(
         f"model: {args.model} (Relax import {rows[0]['elapsed_ms']:.1f} ms, {rows[0]['bindings']} bindings)"
@@ -182,6 +198,7 @@ def run(args: argparse.Namespace) -> int:
             f"{row['intermediates']:>13} {row['storages']:>8} "
             f"{format_bytes(row['storage_bytes']) if row['storage_bytes'] else '':>10}"
         )
+    _print_mapping(mapping)
     return 0
 
 
@@ -191,7 +208,8 @@ def _run_iree(args: argparse.Namespace) -> int:
 
     if args.passes:
         raise UsageError("--passes names TVM Relax passes; with --compiler iree use --detail phases|passes")
-    timeline, applied = _lowered(
+    _check_mapping_flags(args)
+    timeline, applied, graph = _lowered(
         args, lambda g, s: iree_pipeline(g, "llvm-cpu", args.detail, input_shapes=s, flags=args.iree_flags)
     )
     rows = [
@@ -206,7 +224,9 @@ def _run_iree(args: argparse.Namespace) -> int:
         }
         for index, snap in enumerate(timeline.snapshots)
     ]
+    mapping = _export_mapping(args, graph, timeline)
     if args.json:
+        extra = {"mapping": mapping} if mapping else {}
         print(
             json.dumps(
                 {
@@ -215,6 +235,7 @@ def _run_iree(args: argparse.Namespace) -> int:
                     "fixes": list(applied),
                     "import": rows[0],
                     "steps": rows[1:],
+                    **extra,
                 }
             )
         )
@@ -232,20 +253,68 @@ def _run_iree(args: argparse.Namespace) -> int:
             f"{index:>2}  {row['pass']:<26} {'yes' if row['changed'] else 'no':<7} {row['elapsed_ms']:>9.1f} "
             f"{row['ops']:>6} {row['dispatches']:>10}  {', '.join(f'{k} {v}' for k, v in top)}"
         )
+    _print_mapping(mapping)
     return 0
 
 
-def _lowered(args: argparse.Namespace, lower: Any) -> tuple[Any, list[str]]:
+def _check_mapping_flags(args: argparse.Namespace) -> None:
+    """``--mapping-step`` needs ``--export-mapping``; its FILE is checked before the work."""
+    if args.mapping_step and not args.export_mapping:
+        raise UsageError("--mapping-step chooses the step of --export-mapping FILE: give --export-mapping")
+    if args.export_mapping:
+        check_output_path(args.export_mapping, args.model)
+
+
+def _export_mapping(args: argparse.Namespace, graph: Any, timeline: Any) -> dict[str, Any] | None:
+    """``--export-mapping``: the sync mapping written; what the output says about it (or None)."""
+    if not args.export_mapping:
+        return None
+    from explorer.overlays.model_explorer import node_key
+    from explorer.overlays.sync_mapping import mapping_step, sync_mapping, write_sync_mapping
+
+    step = mapping_step(timeline, args.mapping_step)
+    mapping = sync_mapping(graph, step.graph)
+    path = write_sync_mapping(mapping, args.export_mapping)
+    mapped = {n for e in mapping["mappingEntries"] for n in e["leftNodeIds"]}
+    left_out = [node_key(graph, n) for n in graph.op_nodes() if node_key(graph, n) not in mapped]
+    return {
+        "path": str(path),
+        "step": step.name,
+        "entries": len(mapping["mappingEntries"]),
+        "onnx_nodes_mapped": len(mapped),
+        "onnx_nodes_without_lowered_node": left_out,
+    }
+
+
+def _print_mapping(mapping: dict[str, Any] | None) -> None:
+    if not mapping:
+        return
+    print(
+        f"wrote {mapping['path']} (Model Explorer sync mapping, ONNX -> step {mapping['step']}: "
+        f"{mapping['entries']} entries, {mapping['onnx_nodes_mapped']} ONNX nodes)"
+    )
+    if mapping["onnx_nodes_without_lowered_node"]:
+        shown = mapping["onnx_nodes_without_lowered_node"][:10]
+        more = len(mapping["onnx_nodes_without_lowered_node"]) - len(shown)
+        print(
+            f"  ONNX nodes no node of that step names as its origin: {', '.join(shown)}"
+            + (f" ... {more} more" if more > 0 else "")
+        )
+
+
+def _lowered(args: argparse.Namespace, lower: Any) -> tuple[Any, list[str], Any]:
     """The model of ``args`` lowered by ``lower(graph, shapes)`` through the one fix path
-    (``--simplify``, ``--fix``); a pass that fails is raised with the flags that fix it (exit 3)."""
+    (``--simplify``, ``--fix``), the fixes applied and the ONNX graph loaded; a pass that fails is
+    raised with the flags that fix it (exit 3)."""
     from explorer.lower.import_fix import lower_with_fixes
 
     graph = load(args.model)
     shapes = dict(args.input_shape) or None
     check_input_shapes(graph.model, shapes or {}, args.model)
     try:
-        return lower_with_fixes(
+        timeline, applied = lower_with_fixes(
             graph, shapes, lower, simplify=args.simplify, fix=args.fix, progress=fix_progress(args)
         )
+        return timeline, applied, graph
     except LoweringError as err:  # main says it (exit 3): the pass (or phase), op, ONNX node, fix
         raise with_flags(err, "lower", args) from None

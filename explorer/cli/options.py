@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 __all__ = [
+    "add_export_overlay",
     "MODEL_HELP",
     "JSON_HELP",
     "parse_input_shape",
@@ -186,3 +187,22 @@ def add_output(
     flags = ("-o", "--output") if short else ("--output",)
     parser.add_argument(*flags, metavar=metavar, required=required, help=help)
     parser.add_argument("--force", action="store_true", help=f"let {flags[0]} replace the input model")
+
+
+def add_export_overlay(parser: argparse.ArgumentParser, what: str) -> None:
+    """Add ``--export-overlay FILE``: ``what`` the command computed, per node, written as Model
+    Explorer node data (:func:`explorer.overlays.export.export_overlays`).
+
+    Examples
+    --------
+    >>> parser = argparse.ArgumentParser(prog="demo")
+    >>> add_export_overlay(parser, "the time per node")
+    >>> parser.parse_args(["--export-overlay", "t.json"]).export_overlay
+    't.json'
+    """
+    parser.add_argument(
+        "--export-overlay",
+        metavar="FILE",
+        help=f"write {what} as Model Explorer node data (JSON) at FILE; several overlays: the first at "
+        "FILE, each other beside it as FILE's stem.NAME.json (the paths are printed)",
+    )

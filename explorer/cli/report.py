@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 
 from explorer.cli.options import add_input_shape, add_model, add_output
-from explorer.isolation.io import check_output_path
+from explorer.isolation.io import check_model_file, check_output_path
 
 __all__ = ["add_parser", "run"]
 
@@ -36,6 +36,13 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser.add_argument("--pipeline", help="passes to run and report step by step, e.g. onnxsim,ort:extended")
     add_input_shape(parser)
     parser.add_argument("--expanded", action="store_true", help="draw every node (no collapsed name scopes)")
+    parser.add_argument(
+        "--overlay",
+        metavar="FILE",
+        help="another tool's results on the model (an ONNX Runtime / AI Hub / TensorRT profile, Model "
+        "Explorer node data; as `onnx-explorer overlay`): a section with the top nodes and the names that "
+        "did not map, and the graph coloured by it",
+    )
     parser.set_defaults(handler=run)
     return parser
 
@@ -56,12 +63,17 @@ def run(args: argparse.Namespace) -> int:
     from explorer.views.report import save
 
     check_output_path(args.output, args.model, force=args.force)  # before the work
+    if args.overlay:
+        from explorer.overlays.source import WHAT
+
+        check_model_file(args.overlay, what=WHAT)
     path = save(
         args.model,
         args.output,
         pipeline=args.pipeline,
         input_shapes=dict(args.input_shape) or None,
         collapse=None if args.expanded else "auto",
+        overlay=args.overlay,
     )
     print(f"wrote {path} ({path.stat().st_size / 2**20:.1f} MiB); open it in any browser, no network needed")
     return 0

@@ -1,6 +1,8 @@
 """Other tools' results on our graph: an ONNX Runtime profile, Model Explorer's node data, a Qualcomm
 AI Hub profile, TensorRT's layer profile, each read onto a model's nodes with a report of what did
-not map and why; and any overlay written back as Model Explorer node data.
+not map and why; any overlay written back as Model Explorer node data, our own results as
+overlays (:mod:`explorer.overlays.ours`: time per node, placement, fallback reasons, drift) and
+lowering provenance as Model Explorer's sync mapping (:mod:`explorer.overlays.sync_mapping`).
 
 :func:`read` recognises the format (:data:`READERS`; ``format=`` to say it) and returns an
 :class:`Overlay`: a :class:`NodeValue` per node (time, provider or compute unit, value, colour),
@@ -24,9 +26,12 @@ from typing import TYPE_CHECKING
 from explorer.core.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
+    from explorer.overlays.export import export_overlays
     from explorer.overlays.mapping import SPLIT_RULES
     from explorer.overlays.model_explorer import node_data, write_model_explorer
+    from explorer.overlays.ours import drift_overlay, fallback_overlay, placement_overlay, profile_overlay
     from explorer.overlays.registry import READERS, Reader, detect, read
+    from explorer.overlays.sync_mapping import sync_mapping, write_sync_mapping
     from explorer.overlays.value import NodeValue, Overlay, Unmapped
 
 __all__ = [
@@ -40,6 +45,13 @@ __all__ = [
     "SPLIT_RULES",
     "node_data",
     "write_model_explorer",
+    "export_overlays",
+    "profile_overlay",
+    "placement_overlay",
+    "fallback_overlay",
+    "drift_overlay",
+    "sync_mapping",
+    "write_sync_mapping",
 ]
 
 lazy_exports(
@@ -55,5 +67,12 @@ lazy_exports(
         "SPLIT_RULES": "explorer.overlays.mapping",
         "node_data": "explorer.overlays.model_explorer",
         "write_model_explorer": "explorer.overlays.model_explorer",
+        "export_overlays": "explorer.overlays.export",
+        "profile_overlay": "explorer.overlays.ours",
+        "placement_overlay": "explorer.overlays.ours",
+        "fallback_overlay": "explorer.overlays.ours",
+        "drift_overlay": "explorer.overlays.ours",
+        "sync_mapping": "explorer.overlays.sync_mapping",
+        "write_sync_mapping": "explorer.overlays.sync_mapping",
     },
 )

@@ -8,10 +8,15 @@ threshold at or above it takes its colours) or ``gradient`` (``[{"stop": 0..1, "
 the values' range, which wins over thresholds). One graph's object alone (``{"results": ...}``)
 is read too.
 
-A key maps to the node of that id or ONNX name, else to the node writing a tensor of that name;
-a graph input's name, or a name nothing has, is listed in ``unmapped``. Written back
-(:func:`node_data`, :func:`write_model_explorer`), each node is keyed by its ONNX name (an
-unnamed node by its first output tensor), so Model Explorer's ONNX adapter finds it.
+A key maps to the node of that id or ONNX name, else to the node writing a tensor of that name
+(or, ``<node_N>``, the N-th unnamed node, as Model Explorer's ONNX adapter names it); a graph
+input's name, or a name nothing has, is listed in ``unmapped``. Written back (:func:`node_data`,
+:func:`write_model_explorer`), each node is keyed as Model Explorer's ONNX adapter
+(``model-explorer-onnx``) gives its id: its ONNX name, an unnamed node ``<node_N>`` (N: its
+place in the graph), under the graph id the adapter uses, the ONNX graph's name
+(:func:`graph_id_of`). String values (placements, reasons) are categories: each result carries
+its own ``bgColor``, and ``showExpandedSummaryOnGroupNode`` makes Model Explorer list each label
+with its count on a collapsed layer (the format has no legend field).
 
 Examples
 --------
@@ -29,6 +34,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,6 +54,8 @@ __all__ = [
     "graphs_of",
     "scale_color",
     "read",
+    "node_key",
+    "graph_id_of",
     "node_data",
     "write_model_explorer",
 ]
@@ -56,7 +64,11 @@ FORMAT = "model-explorer"
 """The format's name in :data:`explorer.overlays.READERS`."""
 
 DEFAULT_GRAPH_ID = "main_graph"
-"""The id Model Explorer's ONNX adapter gives an ONNX model's main graph."""
+"""The graph id written without a graph: Model Explorer's ONNX adapter uses the ONNX graph's name,
+which ``torch.onnx.export`` sets to ``main_graph``."""
+
+UNNAMED = re.compile(r"<node_(\d+)>")
+"""How Model Explorer's ONNX adapter names the N-th node of a graph when it has no name."""
 
 
 def graphs_of(data: Any) -> dict[str, Mapping[str, Any]] | None:
@@ -223,7 +235,7 @@ def read(
                     Unmapped(key, f"not a node-data result {{value, bgColor?, textColor?}}{where}")
                 )
                 continue
-            node = key if index is None else index.find(key, tensors=True)
+            node = key if index is None else index.find(key, tensors=True) or _unnamed(graph, key)
             if node is None:
                 assert index is not None
                 why = (
@@ -255,23 +267,64 @@ def read(
         about,
         thresholds=tuple(dict(t) for t in thresholds),
         gradient=tuple(dict(g) for g in gradient),
+        name=next((str(g["name"]) for g in graphs.values() if g.get("name")), None),
     )
 
 
-def _key(graph: ModelGraph | None, node: str) -> str:
-    """How Model Explorer names a node: its ONNX name, else its first output tensor, else its id."""
+def _unnamed(graph: ModelGraph | None, key: str) -> str | None:
+    """The unnamed node Model Explorer's ONNX adapter calls ``key`` (``<node_N>``), if any."""
+    match = UNNAMED.fullmatch(key)
+    if graph is None or match is None:
+        return None
+    index = int(match.group(1))
+    for node in graph.op_nodes():
+        data = graph.nx.nodes[node]
+        if data.get("index") == index and not data.get("name"):
+            return node
+    return None
+
+
+def node_key(graph: ModelGraph | None, node: str) -> str:
+    """The id Model Explorer's ONNX adapter gives ``node``: its ONNX name, else ``<node_N>`` with N
+    its place in the graph (the adapter's name for an unnamed node); a node the graph lacks (or no
+    graph): ``node`` itself.
+
+    Examples
+    --------
+    >>> from explorer import load
+    >>> node_key(load("zoo:mlp"), "/fc1/Gemm"), node_key(None, "x")
+    ('/fc1/Gemm', 'x')
+    """
     if graph is None or not graph.nx.has_node(node):
         return node
     data = graph.nx.nodes[node]
     if data.get("name"):
         return str(data["name"])
-    outputs = [t for t in data.get("outputs") or () if t]
-    return outputs[0] if outputs else node
+    if isinstance(data.get("index"), int):
+        return f"<node_{data['index']}>"
+    return node
+
+
+def graph_id_of(graph: ModelGraph | None) -> str:
+    """The graph id Model Explorer's ONNX adapter gives ``graph``: the ONNX graph's name
+    (:data:`DEFAULT_GRAPH_ID` without a graph, or for a graph that carries no ONNX model).
+
+    Examples
+    --------
+    >>> from explorer import load
+    >>> graph_id_of(load("zoo:resnet18")), graph_id_of(None)
+    ('resnet18', 'main_graph')
+    """
+    from explorer.onnx_adapter.adapter import has_onnx_model
+
+    if graph is None or not has_onnx_model(graph) or not graph.model.graph.name:
+        return DEFAULT_GRAPH_ID
+    return str(graph.model.graph.name)
 
 
 def node_data(
     overlay: Overlay,
-    graph_id: str = DEFAULT_GRAPH_ID,
+    graph_id: str | None = None,
     *,
     field: str | None = None,
     graph: ModelGraph | None = None,
@@ -282,28 +335,31 @@ def node_data(
     ----------
     overlay : Overlay
         Any overlay.
-    graph_id : str
-        The graph's id in Model Explorer (its ONNX adapter: ``main_graph``).
+    graph_id : str, optional
+        The graph's id in Model Explorer (default: :func:`graph_id_of` ``graph``, the ONNX graph's
+        name; without a graph :data:`DEFAULT_GRAPH_ID`).
     field : str, optional
         Which value each result carries (one of :data:`~explorer.overlays.value.NODE_FIELDS`); by
         default ``value`` where the overlay has values, else ``time_ms``, else ``compute_unit``,
         else ``provider``.
     graph : ModelGraph, optional
-        The graph the overlay is on: keys become the nodes' ONNX names (unnamed ones: their first
-        output tensor). Without it, keys are the node ids (an ONNX node's id is its name).
+        The graph the overlay is on: keys become Model Explorer's node ids (:func:`node_key`).
+        Without it, keys are the node ids (an ONNX node's id is its name).
 
     Returns
     -------
     dict
-        JSON-ready; a node's own colours go with it as ``bgColor`` / ``textColor``, and the
-        overlay's thresholds and gradient are kept.
+        JSON-ready; a node's own colours go with it as ``bgColor`` / ``textColor``, the overlay's
+        thresholds and gradient are kept, its ``name`` names the data, and string values (a
+        category per node) ask Model Explorer to list each label's count on collapsed layers.
 
     Examples
     --------
     >>> from explorer.overlays.value import NodeValue
     >>> overlay = Overlay("ai-hub-profile", None, "m", {"a": NodeValue("a", time_ms=2.0, compute_unit="NPU")})
-    >>> node_data(overlay, field="compute_unit")
-    {'main_graph': {'results': {'a': {'value': 'NPU'}}}}
+    >>> data = node_data(overlay, field="compute_unit")["main_graph"]
+    >>> data["results"], data["showExpandedSummaryOnGroupNode"]
+    ({'a': {'value': 'NPU'}}, True)
     """
     if field is None:
         field = next(
@@ -321,19 +377,24 @@ def node_data(
             result["bgColor"] = value.color
         if value.text_color:
             result["textColor"] = value.text_color
-        results[_key(graph, node)] = result
+        results[node_key(graph, node)] = result
     body: dict[str, Any] = {"results": results}
+    if overlay.name:
+        body["name"] = overlay.name
+    if results and all(isinstance(r["value"], str) for r in results.values()):
+        body["showExpandedSummaryOnGroupNode"] = True
+        body["showLabelCountColumnsInChildrenStatsTable"] = True
     if overlay.thresholds:
         body["thresholds"] = [dict(t) for t in overlay.thresholds]
     if overlay.gradient:
         body["gradient"] = [dict(g) for g in overlay.gradient]
-    return {graph_id: body}
+    return {graph_id or graph_id_of(graph): body}
 
 
 def write_model_explorer(
     overlay: Overlay,
     path: str | os.PathLike[str],
-    graph_id: str = DEFAULT_GRAPH_ID,
+    graph_id: str | None = None,
     *,
     field: str | None = None,
     graph: ModelGraph | None = None,

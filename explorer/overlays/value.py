@@ -162,6 +162,9 @@ class Overlay:
     thresholds, gradient : tuple of dict
         Model Explorer's colour scales (``{"value", "bgColor"}``, ``{"stop", "bgColor"}``), kept so a
         node-data file written back keeps them.
+    name : str, optional
+        What the overlay shows, in words (``time on ort``, ``placement on nnapi``): the node data's
+        ``name`` in Model Explorer, the colour menu's entry on our graph.
     """
 
     format: str
@@ -174,6 +177,7 @@ class Overlay:
     notes: tuple[str, ...] = ()
     thresholds: tuple[Mapping[str, Any], ...] = ()
     gradient: tuple[Mapping[str, Any], ...] = ()
+    name: str | None = None
 
     @property
     def mapped_nodes(self) -> int:
@@ -276,12 +280,12 @@ class Overlay:
         return pd.DataFrame(rows, columns=columns)
 
     def to_model_explorer(
-        self, graph_id: str = "main_graph", *, field: str | None = None, graph: ModelGraph | None = None
+        self, graph_id: str | None = None, *, field: str | None = None, graph: ModelGraph | None = None
     ) -> dict[str, Any]:
         """This overlay as Model Explorer's node data: ``{graph_id: {"results": {key: {"value", ...}}}}``.
 
         See :func:`explorer.overlays.model_explorer.node_data` (``field``: which value; ``graph``:
-        key nodes by their ONNX names, or output tensors for unnamed ones).
+        key nodes as Model Explorer's ONNX adapter does, under the ONNX graph's name).
 
         Examples
         --------

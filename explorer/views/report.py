@@ -152,6 +152,7 @@ def build_html(
     title: str | None = None,
     timeline: Any = None,
     collapse: Any = "auto",
+    overlay: Any = None,
 ) -> str:
     """Build the report's HTML text for a graph (and, optionally, the pipeline run on it).
 
@@ -166,6 +167,9 @@ def build_html(
         final graph coloured by its diff against the original.
     collapse : int, scopes, None or "auto"
         Collapse of the graph drawing.
+    overlay : Overlay, optional
+        Another tool's data (or ours) on the graph: a section with its top nodes and the names that
+        did not map, and the graph coloured by it (:mod:`explorer.views.overlay_view`).
 
     Examples
     --------
@@ -188,6 +192,8 @@ def build_html(
         "<h2>Graph</h2><p>Drag to pan, scroll to zoom, hover a node for its shapes and weights.</p>",
         _figure_html(graph_figure(graph, layout, height=800), False, "oge-graph", LABEL_TOGGLE_JS),
     ]
+    if overlay is not None:
+        parts += _overlay_parts(graph, layout, overlay)
     if timeline is not None and len(timeline) > 1:
         final = timeline.snapshots[-1]
         overlay = diff_overlay(timeline.diff(len(timeline) - 1, against=0))
@@ -215,6 +221,26 @@ def build_html(
     return "\n".join(parts)
 
 
+def _overlay_parts(graph: ModelGraph, layout: Any, overlay: Any) -> list[str]:
+    """The overlay's section, and the graph coloured by its first colouring."""
+    from explorer.views.overlay_view import overlay_colorings, overlay_section
+
+    parts = ["<h2>Overlay</h2>", overlay_section(overlay)]
+    colorings = overlay_colorings(overlay)
+    if colorings:
+        name, (values, palette) = next(iter(colorings.items()))
+        parts += [
+            f"<p>The graph coloured by {html.escape(name)} (grey: nodes it has no value for).</p>",
+            _figure_html(
+                graph_figure(graph, layout, values, palette=palette, height=800),
+                False,
+                "oge-overlay-graph",
+                LABEL_TOGGLE_JS,
+            ),
+        ]
+    return parts
+
+
 def save(
     source: ModelGraph | Any,
     path: str | os.PathLike[str],
@@ -223,6 +249,7 @@ def save(
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     title: str | None = None,
     collapse: Any = "auto",
+    overlay: Any = None,
 ) -> Path:
     """Write a self-contained HTML report of a model (atomically) and return its path.
 
@@ -240,6 +267,9 @@ def save(
         Page title.
     collapse : int, scopes, None or "auto"
         Collapse of the graph drawings.
+    overlay : Overlay, path or dict, optional
+        Another tool's results on the model (read by :func:`explorer.overlays.read` unless an
+        :class:`~explorer.overlays.value.Overlay` already): a section and a coloured graph.
 
     Examples
     --------
@@ -255,5 +285,9 @@ def save(
         from explorer.passes.pipeline import run_pipeline
 
         timeline = run_pipeline(graph, pipeline, input_shapes=input_shapes)
-    text = build_html(graph, title=title, timeline=timeline, collapse=collapse)
+    if overlay is not None:
+        from explorer.overlays import Overlay, read
+
+        overlay = overlay if isinstance(overlay, Overlay) else read(overlay, graph)
+    text = build_html(graph, title=title, timeline=timeline, collapse=collapse, overlay=overlay)
     return write_text_atomic(text, path)

@@ -4,7 +4,8 @@ Pure functions from :mod:`explorer.targets` results to plotly figures and palett
 CoveragePanel only shows them): :func:`op_support_heatmap` (rows: the model's op types,
 columns: targets, cells: the supported share of that op's nodes), :func:`coverage_heatmap`
 (rows: models, columns: targets, cells: coverage by nodes), and :func:`partition_palette`
-(each partition its own colour, the CPU fallback grey) for the graph's partition overlay.
+(each partition its own colour, the CPU fallback grey: :mod:`explorer.targets.palette`, which the
+placement written for Model Explorer shares) for the graph's partition overlay.
 
 Examples
 --------
@@ -22,9 +23,10 @@ from typing import TYPE_CHECKING
 
 import plotly.graph_objects as go
 
+from explorer.targets.palette import FALLBACK_COLOR, PARTITION_COLORS, partition_palette
+
 if TYPE_CHECKING:
     from explorer.targets.coverage import CoverageReport
-    from explorer.targets.partition import Partitioning
 
 __all__ = [
     "op_support_heatmap",
@@ -34,34 +36,7 @@ __all__ = [
     "PARTITION_COLORS",
 ]
 
-FALLBACK_COLOR = "#b4b4b4"
-"""Nodes that fall back to the CPU."""
-UNSUPPORTED_COLOR = "#c0392b"
-"""Nodes a target without a fallback cannot run at all."""
-PARTITION_COLORS = ("#2e7d32", "#1565c0", "#8e24aa", "#ef6c00", "#00838f", "#ad1457", "#6d4c41", "#558b2f")
-"""Partition colours, in partition order (repeating past the eighth)."""
 _SCALE = [[0.0, "#f2d0cc"], [0.5, "#f6e7a8"], [1.0, "#8bc48a"]]  # none, some, all supported
-
-
-def partition_palette(p: Partitioning) -> dict[str, str]:
-    """Overlay category -> colour for :meth:`~explorer.targets.partition.Partitioning.overlay`.
-
-    Examples
-    --------
-    >>> from explorer import load
-    >>> from explorer.targets import get_target, partition
-    >>> partition_palette(partition(load("zoo:mlp"), get_target("nnapi")))
-    {'CPU': '#b4b4b4'}
-    """
-    palette = {
-        f"partition {i}": PARTITION_COLORS[(i - 1) % len(PARTITION_COLORS)]
-        for i in range(1, len(p.groups) + 1)
-    }
-    if p.fallback is not None:
-        palette[p.fallback] = FALLBACK_COLOR
-    elif p.fallback_nodes:
-        palette["unsupported"] = UNSUPPORTED_COLOR
-    return palette
 
 
 def _heatmap(

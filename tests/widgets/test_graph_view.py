@@ -105,3 +105,44 @@ def test_labels_follow_the_zoom() -> None:
     x, y = view.layout_.positions["input:input_ids"]
     view._zoomed(None, [x - 2, x + 2], [y - 2, y + 2])
     assert labels.visible is True
+
+
+def test_an_overlay_colours_the_graph_and_shows_in_the_details(tmp_path) -> None:
+    import json
+
+    from explorer import load
+    from explorer.overlays.ours import placement_overlay
+    from explorer.overlays.value import NodeValue, Overlay
+    from explorer.targets import get_target, partition
+    from explorer.targets.palette import FALLBACK_COLOR, PARTITION_COLORS
+
+    graph = load("zoo:resnet18")
+    view = GraphView(
+        graph, collapse=None, overlay=placement_overlay(partition(graph, get_target("coreml-mlprogram")))
+    )
+    assert view.color_menu.value == "placement on coreml-mlprogram: value"  # the overlay shown first
+    assert "placement on coreml-mlprogram: compute_unit" in view.color_menu.options
+    colors = dict(zip(view.figure.data[NODES].customdata, view.figure.data[NODES].marker.color, strict=True))
+    assert (
+        colors["/bn1/BatchNormalization"] == FALLBACK_COLOR and colors["/conv1/Conv"] == PARTITION_COLORS[0]
+    )
+    _click(view, "/bn1/BatchNormalization")
+    assert 'class="oge-overlay"' in view.details.value and "compute_unit" in view.details.value
+    path = tmp_path / "times.json"  # a file: read onto the graph, time as a continuous colouring
+    path.write_text(
+        json.dumps({"mlp": {"results": {"/fc1/Gemm": {"value": 2.5}, "/fc2/Gemm": {"value": 1.0}}}})
+    )
+    timed = GraphView("zoo:mlp", overlay=str(path))
+    assert timed.overlays[timed.color_menu.value] == {"/fc1/Gemm": 2.5, "/fc2/Gemm": 1.0}
+    timed.show_overlay(
+        Overlay(
+            "ort-profile",
+            None,
+            "zoo:mlp",
+            {"/fc1/Gemm": NodeValue("/fc1/Gemm", time_ms=1.0, provider="CPUExecutionProvider")},
+        )
+    )
+    assert (
+        timed.color_menu.value == "ort-profile: time_ms"
+        and "ort-profile: provider" in timed.color_menu.options
+    )

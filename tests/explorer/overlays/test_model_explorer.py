@@ -101,18 +101,28 @@ def test_written_node_data_reads_back_the_same(tmp_path: Path) -> None:
     again = read(path, graph)
     assert again.by_node("value") == overlay.by_node("value")
     assert again.by_node("color") == overlay.by_node("color") and again.gradient == overlay.gradient
-    written = json.loads(path.read_text())["main_graph"]
+    written = json.loads(path.read_text())["mlp"]  # Model Explorer's ONNX adapter: the graph's name
     assert written["results"]["/fc1/Gemm"] == {"value": 1.0, "bgColor": "#ff0000", "textColor": "white"}
 
 
-def test_unnamed_nodes_are_written_under_their_output_tensor() -> None:
+def test_unnamed_nodes_are_written_as_model_explorers_onnx_adapter_names_them() -> None:
     graph = load(unnamed_model())
     overlay = Overlay(
         "ort-profile", None, graph.source, {n: NodeValue(n, time_ms=1.0) for n in graph.op_nodes()}
     )
-    results = node_data(overlay, "main_graph", graph=graph)["main_graph"]["results"]
-    assert sorted(results) == ["h", "y"]
-    assert read({"main_graph": {"results": results}}, graph).mapped_nodes == 2
+    data = node_data(overlay, graph=graph)
+    assert sorted(data["g"]["results"]) == ["<node_0>", "<node_1>"]  # the graph's name, the adapter's ids
+    again = read(data, graph)
+    assert again.by_node("value") == {"Relu#0": 1.0, "Relu#1": 1.0}  # read back onto the same nodes
+    assert read({"g": {"results": {"h": {"value": 1}}}}, graph).mapped_nodes == 1  # output tensors still map
+
+
+def test_string_values_are_categories_with_their_colours_and_the_name_round_trips() -> None:
+    overlay = Overlay("p", None, "m", {"a": NodeValue("a", value="CPU", color="#b4b4b4")}, name="placement")
+    data = node_data(overlay)["main_graph"]
+    assert data["name"] == "placement" and data["showExpandedSummaryOnGroupNode"] is True
+    assert data["results"] == {"a": {"value": "CPU", "bgColor": "#b4b4b4"}}
+    assert read({"main_graph": data}).name == "placement"
 
 
 def test_a_timing_overlay_is_written_with_its_times_or_the_field_asked_for() -> None:

@@ -1,0 +1,165 @@
+"""An overlay (:class:`~explorer.overlays.value.Overlay`, another tool's data or ours) as colourings
+of our graph, as rows of the details panel and as a report section: pure functions, the widgets
+and the report only show them.
+
+Time and numeric values are continuous (the graph's colour scale); compute unit, provider and
+string values (placements, reasons) are categories, each in the colour the file gives its nodes
+(else a stable colour per category).
+
+Examples
+--------
+>>> from explorer.overlays.value import NodeValue, Overlay
+>>> overlay = Overlay("ai-hub-profile", None, "m", {"a": NodeValue("a", time_ms=2.0, compute_unit="NPU")})
+>>> {name: values for name, (values, _) in overlay_colorings(overlay).items()}
+{'ai-hub-profile: time_ms': {'a': 2.0}, 'ai-hub-profile: compute_unit': {'a': 'NPU'}}
+"""
+
+from __future__ import annotations
+
+import html
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from explorer.overlays.value import NodeValue, Overlay
+
+__all__ = ["COLORED_FIELDS", "overlay_colorings", "overlay_rows", "overlay_details_html", "overlay_section"]
+
+COLORED_FIELDS = ("time_ms", "value", "compute_unit", "provider")
+"""The fields of an overlay the graph can be coloured by, in the order the colour menu lists them."""
+
+_SHOWN = 15
+
+
+def _label(overlay: Overlay) -> str:
+    return overlay.name or overlay.format
+
+
+def overlay_colorings(overlay: Overlay) -> dict[str, tuple[dict[str, Any], dict[str, str] | None]]:
+    """Colour-menu name -> (node -> value or category, category -> colour or None), one per field
+    of :data:`COLORED_FIELDS` the overlay fills.
+
+    Examples
+    --------
+    >>> from explorer.overlays.value import NodeValue, Overlay
+    >>> values = {"a": NodeValue("a", value="CPU", color="#b4b4b4")}
+    >>> overlay = Overlay("p", None, "m", values, name="placement")
+    >>> overlay_colorings(overlay)
+    {'placement': ({'a': 'CPU'}, {'CPU': '#b4b4b4'})}
+    """
+    found: dict[str, tuple[dict[str, Any], dict[str, str] | None]] = {}
+    for field in COLORED_FIELDS:
+        values = overlay.by_node(field)
+        if not values:
+            continue
+        numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values.values())
+        palette = None
+        if not numeric:
+            values = {node: str(v) for node, v in values.items()}
+            colors = overlay.by_node("color")
+            palette = {values[n]: colors[n] for n in values if n in colors} or None
+        found[f"{_label(overlay)}: {field}"] = (values, palette)
+    if len(found) == 1 and overlay.name:  # one colouring: the overlay's own name
+        ((_, item),) = found.items()
+        return {overlay.name: item}
+    return found
+
+
+def overlay_rows(value: NodeValue) -> list[tuple[str, str]]:
+    """A node's overlay fields as (name, text) rows (times in ms with 3 decimals).
+
+    Examples
+    --------
+    >>> from explorer.overlays.value import NodeValue
+    >>> overlay_rows(NodeValue("a", time_ms=1.23456, provider="CPUExecutionProvider", entries=("k",)))
+    [('time_ms', '1.235 ms'), ('provider', 'CPUExecutionProvider'), ('entries', 'k')]
+    """
+    rows = []
+    for key, item in value.to_dict().items():
+        if key in ("node", "color", "text_color"):
+            continue
+        if key == "time_ms":
+            text = f"{item:.3f} ms"
+        elif isinstance(item, list):
+            text = ", ".join(str(i) for i in item)
+        else:
+            text = str(item)
+        rows.append((key, text))
+    return rows
+
+
+def overlay_details_html(overlay: Overlay, node: str) -> str:
+    """The details panel's overlay section for ``node`` (empty when the overlay has nothing on it).
+
+    Examples
+    --------
+    >>> from explorer.overlays.value import NodeValue, Overlay
+    >>> overlay = Overlay("ort-profile", "p.json", "m", {"a": NodeValue("a", time_ms=1.0)})
+    >>> 'class="oge-overlay"' in overlay_details_html(overlay, "a"), overlay_details_html(overlay, "b")
+    (True, '')
+    """
+    value = overlay.values.get(node)
+    if value is None:
+        return ""
+    rows = "".join(
+        f"<tr><td>{html.escape(k)}</td><td><code>{html.escape(v)}</code></td></tr>"
+        for k, v in overlay_rows(value)
+    )
+    source = f" <small>({html.escape(overlay.source)})</small>" if overlay.source else ""
+    return (
+        f'<div class="oge-overlay"><b>overlay: {html.escape(_label(overlay))}</b>{source}'
+        f'<table class="oge-details">{rows}</table></div>'
+    )
+
+
+def overlay_section(overlay: Overlay, shown: int = _SHOWN) -> str:
+    """A report's HTML section: the overlay's counts, its top nodes (by time, else by value) and the
+    names that did not map, with why.
+
+    Examples
+    --------
+    >>> from explorer.overlays.value import NodeValue, Overlay, Unmapped
+    >>> overlay = Overlay("ort-profile", "p.json", "m", {"a": NodeValue("a", time_ms=1.0)},
+    ...                   (Unmapped("x", "no node of the model is named 'x'", 0.5),), total_ms=1.5)
+    >>> text = overlay_section(overlay)
+    >>> "oge-overlay-top" in text and "no node of the model is named" in text and "66.7%" in text
+    True
+    """
+    timed = [v for v in overlay.values.values() if v.time_ms is not None]
+    if timed:
+        top = sorted(timed, key=lambda v: -(v.time_ms or 0.0))[:shown]
+        what = "slowest nodes"
+    else:
+        numbers = [v for v in overlay.values.values() if isinstance(v.value, (int, float))]
+        top = (
+            sorted(numbers, key=lambda v: -float(v.value or 0))[:shown]
+            or list(overlay.values.values())[:shown]
+        )
+        what = "top nodes"
+    share = overlay.time_share_mapped
+    facts = [
+        f"format <code>{html.escape(overlay.format)}</code>",
+        f"{overlay.mapped_nodes} nodes mapped",
+        f"{len(overlay.unmapped)} names unmapped",
+    ]
+    if share is not None:
+        facts.append(f"{share:.1%} of the file's time on the model's nodes")
+    rows = "".join(
+        "<tr><td><code>{}</code></td><td>{}</td></tr>".format(
+            html.escape(v.node), html.escape("; ".join(f"{k} {t}" for k, t in overlay_rows(v)))
+        )
+        for v in top
+    )
+    unmapped = "".join(
+        f"<li><code>{html.escape(u.name)}</code>: {html.escape(u.reason)}</li>"
+        for u in overlay.unmapped[:shown]
+    )
+    more = len(overlay.unmapped) - shown
+    if more > 0:
+        unmapped += f"<li>... {more} more</li>"
+    source = f" from <code>{html.escape(overlay.source)}</code>" if overlay.source else ""
+    return (
+        f'<div class="oge-overlay-section"><p>{html.escape(_label(overlay))}{source}: {", ".join(facts)}.</p>'
+        f'<h3>{what}</h3><table class="oge-overlay-top">{rows}</table>'
+        + (f'<h3>unmapped</h3><ul class="oge-overlay-unmapped">{unmapped}</ul>' if unmapped else "")
+        + "</div>"
+    )
