@@ -144,16 +144,14 @@ def read(data: Any, graph: ModelGraph | None = None, *, source: str | None = Non
     estimated = summary.get("estimated_inference_time")
     if isinstance(estimated, (int, float)) and not isinstance(estimated, bool):
         about["estimated_inference_ms"] = float(estimated) / 1000.0
-    order = graph.op_nodes() if graph is not None else ()
     has_times = any(
         isinstance(layer, dict) and "execution_time" in layer for layer in data["execution_detail"]
     )
-    return Overlay(
+    return collect.overlay(
         FORMAT,
         source,
-        graph.source if graph is not None else None,
-        collect.values(order),
-        tuple(unmapped),
+        graph,
+        unmapped,
         total if has_times else None,
         about,
     )

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from explorer.core.errors import UsageError
 from explorer.core.node_ids import INPUT_PREFIX
-from explorer.overlays.value import NodeValue
+from explorer.overlays.value import NodeValue, Overlay, Unmapped
 
 if TYPE_CHECKING:
     from explorer.core.graph import ModelGraph
@@ -307,6 +307,38 @@ value=None, color=None, text_color=None, op=None, cycles=None, entries=('k1', 'k
                 **text,
             )
         return out
+
+    def overlay(
+        self,
+        format_name: str,
+        source: str | None,
+        graph: ModelGraph | None,
+        unmapped: Iterable[Unmapped],
+        total_ms: float | None,
+        about: Mapping[str, Any],
+        **extra: Any,
+    ) -> Overlay:
+        """The :class:`Overlay` a reader returns: these values in the graph's node order, mapped onto it.
+
+        Examples
+        --------
+        >>> collect = Collect()
+        >>> collect.add("a", entry="k", time_ms=2.0)
+        >>> overlay = collect.overlay("tensorrt-profile", "p.json", None, (), 4.0, {})
+        >>> list(overlay.values), overlay.total_ms
+        (['a'], 4.0)
+        """
+        order = graph.op_nodes() if graph is not None else ()
+        return Overlay(
+            format_name,
+            source,
+            graph.source if graph is not None else None,
+            self.values(order),
+            tuple(unmapped),
+            total_ms,
+            dict(about),
+            **extra,
+        )
 
 
 def described(names: Mapping[str, Any] | Sequence[str], limit: int = 3) -> str:

@@ -252,17 +252,15 @@ def read(
             if number is not None and text_color is None:
                 text_color = scale_color(number, low, high, **scales, key="textColor")
             collect.add(node, entry=key, value=result.get("value"), color=color, text_color=text_color)
-    order = graph.op_nodes() if graph is not None else ()
     about = {
         "graphs": [g for g in graphs if g] or [""],
         "results": sum(len(g["results"]) for g in graphs.values()),
     }
-    return Overlay(
+    return collect.overlay(
         FORMAT,
         source,
-        graph.source if graph is not None else None,
-        collect.values(order),
-        tuple(unmapped),
+        graph,
+        unmapped,
         None,
         about,
         thresholds=tuple(dict(t) for t in thresholds),

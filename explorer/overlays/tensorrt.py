@@ -265,14 +265,12 @@ def read(
     about: dict[str, Any] = {"layers": len(entries), "layer_info": bool(infos), "split": split}
     if count is not None:
         about["runs"] = count
-    order = graph.op_nodes() if graph is not None else ()
     total = float(sum(ms for _, ms in entries if ms is not None)) if profile is not None else None
-    return Overlay(
+    return collect.overlay(
         FORMAT,
         source,
-        graph.source if graph is not None else None,
-        collect.values(order),
-        tuple(unmapped),
+        graph,
+        unmapped,
         total,
         about,
     )
