@@ -541,11 +541,11 @@ def read_json_file(
     from explorer.core.tensors import format_bytes
 
     name = os.fspath(path) if label is None else label
-    size = check_model_file(path, label=label, what=what).st_size
     too_large = f"{name}: the file is larger than {format_bytes(max_bytes)}, the most read as {what}"
-    if size > max_bytes:
-        raise UsageError(f"{too_large} (it has {format_bytes(size)})")
-    with open_model_file(path, label=label, what=what) as handle:
+    with open_model_file(path, label=label, what=what) as handle:  # checked as a regular file first
+        size = os.fstat(handle.fileno()).st_size
+        if size > max_bytes:
+            raise UsageError(f"{too_large} (it has {format_bytes(size)})")
         data = handle.read(max_bytes + 1)
     if len(data) > max_bytes:
         raise UsageError(too_large)
