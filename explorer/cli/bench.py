@@ -330,13 +330,18 @@ def _named_but_skipped(report: Any, args: argparse.Namespace) -> RuntimeUnsuppor
     """A runtime the user named with ``--runtime`` that could not run here: the others were timed, but
     what was asked for did not all happen, so the command exits 3 naming it (a runtime of the default
     set that is missing, as TVM without its extra, is only noted)."""
-    skipped = list(report.skipped)  # with --runtime given, every runtime tried was one it named
-    if not args.runtime or not skipped:
+    if not args.runtime or not report.skipped:  # with --runtime given, every runtime tried was one it named
         return None
-    whys = "; ".join(f"{name}: {why}" for name, why in skipped)
-    timed = ", ".join(r.label for r in report.results)
+    return _skipped_error(report, args, f"only {', '.join(r.label for r in report.results)} timed")
+
+
+def _skipped_error(report: Any, args: argparse.Namespace, outcome: str) -> RuntimeUnsupportedError:
+    """The error naming each skipped runtime and why (the reason alone when only one was), then
+    ``outcome`` (what was timed instead)."""
+    skipped = report.skipped or (("bench", "no runtime was asked for"),)
+    whys = [reason if len(skipped) == 1 else f"{name}: {reason}" for name, reason in skipped]
     return RuntimeUnsupportedError(
-        f"{whys}; only {timed} timed",
+        f"{'; '.join(whys)}; {outcome}",
         runtime=", ".join(name for name, _ in skipped),
         path=args.model,
     )
@@ -345,13 +350,7 @@ def _named_but_skipped(report: Any, args: argparse.Namespace) -> RuntimeUnsuppor
 def _nothing_timed(report: Any, applied: Sequence[str], args: argparse.Namespace) -> int:
     """No runtime could run here (each was skipped, with why): the error, naming each runtime and why,
     on stderr and (with ``--json``) in the report's document; exit 3."""
-    skipped = report.skipped or (("bench", "no runtime was asked for"),)
-    whys = [reason if len(skipped) == 1 else f"{name}: {reason}" for name, reason in skipped]
-    err = RuntimeUnsupportedError(
-        f"{'; '.join(whys)}; nothing was timed",
-        runtime=", ".join(name for name, _ in skipped),
-        path=args.model,
-    )
+    err = _skipped_error(report, args, "nothing was timed")
     if args.json:
         document = {**report.to_dict(), "source": args.model, "fixes": list(applied)}
         print(json.dumps({**document, "error": error_dict(err, EXIT_NOT_IMPORTED)}))
