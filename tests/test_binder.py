@@ -43,6 +43,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from explorer.isolation.io import cache_folder
 from tests.notebooks.executor import execute_with_memory
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -202,8 +203,7 @@ def _run(command: list[str], log: Path, **kwargs: object) -> float:
 
 def _wheelhouse(requirements: Path, python: Path, log: Path, env: dict[str, str]) -> Path:
     """The wheels ``requirements`` pins, downloaded once per lock (other locks' wheels are removed)."""
-    cache = os.environ.get("ONNX_EXPLORER_CACHE") or Path.home() / ".cache" / "onnx-graph-explorer"
-    root = Path(cache) / "binder-wheels"
+    root = cache_folder("binder-wheels")
     key = hashlib.sha256(requirements.read_bytes()).hexdigest()[:16]
     wheelhouse = root / key
     if (wheelhouse / ".complete").exists():
