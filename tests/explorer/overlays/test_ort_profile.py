@@ -105,7 +105,7 @@ def test_the_all_level_maps_nchwc_kernels_and_lists_the_layout_reorder(
 ) -> None:
     model, _ = resnet18
     graph = load(model)
-    overlay = read(profile_file(model, "all", tmp_path, runs=1), graph)
+    overlay = read(profile_file(model, "all", tmp_path, runs=3), graph)  # 3: one preempted kernel weighs less
     assert overlay.about["level"] == "all"
     assert set(overlay.values) == set(graph.op_nodes())  # NCHWc convolutions named after tensors
     # the residual Add and its Relu went into an NCHWc Conv, no kernel of their own
