@@ -307,10 +307,12 @@ def _lowered(args: argparse.Namespace, lower: Any) -> tuple[Any, list[str], Any]
     (``--simplify``, ``--fix``), the fixes applied and the ONNX graph loaded; a pass that fails is
     raised with the flags that fix it (exit 3)."""
     from explorer.lower.import_fix import lower_with_fixes
+    from explorer.runtimes.memory_budget import check_memory
 
     graph = load(args.model)
     shapes = dict(args.input_shape) or None
     check_input_shapes(graph.model, shapes or {}, args.model)
+    check_memory(graph.model, "lower", [args.compiler], label=args.model)  # before any work: exit 3
     try:
         timeline, applied = lower_with_fixes(
             graph, shapes, lower, simplify=args.simplify, fix=args.fix, progress=fix_progress(args)

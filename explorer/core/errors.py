@@ -34,6 +34,7 @@ __all__ = [
     "MissingExternalDataError",
     "MissingDependencyError",
     "ModelTooLargeError",
+    "MemoryBudgetError",
     "UnknownNameError",
     "UnknownPassError",
     "PipelineSyntaxError",
@@ -47,6 +48,7 @@ __all__ = [
     "WorkerOutOfMemory",
     "WorkerFailed",
     "WorkerCancelled",
+    "UnguardedMainError",
 ]
 
 
@@ -116,6 +118,30 @@ class ModelTooLargeError(ExplorerError):
 
     The message names the limit, the model's size and what to do instead.
     """
+
+
+class MemoryBudgetError(ModelTooLargeError):
+    """A command would need more memory for this model than this machine gives it, or a compiler
+    path cannot take weights this large: refused before any work, with the figures and what to do.
+
+    Parameters
+    ----------
+    message : str
+        The figures and what to do, in words.
+    path : str, optional
+        The model's source.
+    runtime : str, optional
+        The command or runtime refused (``"bench tvm"``).
+
+    Examples
+    --------
+    >>> str(MemoryBudgetError("needs 9.0 GiB, 4.0 GiB here", path="big.onnx", runtime="bench tvm"))
+    'big.onnx: bench tvm: needs 9.0 GiB, 4.0 GiB here'
+    """
+
+    def __init__(self, message: str, *, path: str | None = None, runtime: str | None = None) -> None:
+        self.path, self.runtime = path, runtime
+        super().__init__(": ".join(part for part in (path, runtime, message) if part))
 
 
 class MissingDependencyError(ExplorerError, ImportError):
@@ -359,6 +385,35 @@ class WorkerOutOfMemory(WorkerError):
 class WorkerCancelled(WorkerError):
     """The step was stopped on request (:func:`explorer.isolation.worker.cancel`, a stop button); its process
     group was killed and the next call starts a fresh worker."""
+
+
+class UnguardedMainError(WorkerError):
+    """A script starts the worker at import time, without the ``if __name__ == "__main__":`` guard.
+
+    The worker is a spawned process, and spawn imports the parent's main script again in it (as
+    ``__mp_main__``): its top level would run twice. Raised in the parent before the worker starts,
+    or after the worker, still starting, found its import of the script starting a worker again.
+
+    Parameters
+    ----------
+    message : str
+        What happened, and the guard to add.
+    path : str, optional
+        The script.
+    line : int, optional
+        The line of its top level that started the worker, when known.
+
+    Examples
+    --------
+    >>> err = UnguardedMainError("put the calls under the guard", path="run.py", line=3)
+    >>> isinstance(err, WorkerError), err.step, err.line
+    (True, 'worker start', 3)
+    """
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None) -> None:
+        self.path = path
+        self.line = line
+        super().__init__(message, step="worker start")
 
 
 class WorkerFailed(WorkerError):

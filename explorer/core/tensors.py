@@ -31,6 +31,7 @@ __all__ = [
     "Dim",
     "Shape",
     "PROTOBUF_LIMIT",
+    "over_protobuf_limit",
     "SMALL_VALUE_LIMIT",
     "TensorInfo",
     "dtype_name",
@@ -53,6 +54,26 @@ Shape = tuple[Dim, ...]
 
 PROTOBUF_LIMIT = 2**31 - 1
 """Protobuf cannot serialize one message larger than this (2 GiB - 1 byte): the limit of one model file."""
+
+
+def over_protobuf_limit(message: Any) -> bool:
+    """Whether a protobuf message (a model) is too big to serialize as one message.
+
+    ``ByteSize()`` itself raises ``EncodeError`` past the limit in protobuf's C
+    implementation, so it cannot be compared with :data:`PROTOBUF_LIMIT` alone.
+
+    Examples
+    --------
+    >>> over_protobuf_limit(onnx.ModelProto(ir_version=10))
+    False
+    """
+    from google.protobuf.message import EncodeError
+
+    try:
+        return message.ByteSize() >= PROTOBUF_LIMIT
+    except EncodeError:
+        return True
+
 
 SMALL_VALUE_LIMIT = 16
 """Tensors with at most this many elements keep their values (shape constants, scales)."""

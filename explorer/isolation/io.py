@@ -38,6 +38,7 @@ if TYPE_CHECKING:  # a worker that only moves files never imports onnx for this 
 __all__ = [
     "write_bytes_atomic",
     "write_text_atomic",
+    "writing_atomically",
     "move_atomic",
     "save_model_atomic",
     "check_output_path",
@@ -94,6 +95,26 @@ def _replacing(target: Path) -> Iterator[Path]:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)
         raise
+
+
+@contextlib.contextmanager
+def writing_atomically(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
+    """An open binary file that becomes ``path`` when the block ends without error (see
+    :func:`write_bytes_atomic`); for outputs written piece by piece, too big to hold as one ``bytes``.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     with writing_atomically(os.path.join(tmp, "a.bin")) as out:
+    ...         _ = out.write(b"h"); _ = out.write(b"i")
+    ...     sorted(os.listdir(tmp)), open(os.path.join(tmp, "a.bin"), "rb").read()
+    (['a.bin'], b'hi')
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with _replacing(target) as temp, open(temp, "wb") as out:
+        yield out
 
 
 def write_bytes_atomic(data: bytes, path: str | os.PathLike[str], *, fsync: bool = True) -> Path:
@@ -186,9 +207,9 @@ def save_model_atomic(model: onnx.ModelProto, path: str | os.PathLike[str]) -> P
     ...     len(onnx.load(path).graph.node)
     6
     """
-    from explorer.core.tensors import PROTOBUF_LIMIT
+    from explorer.core.tensors import over_protobuf_limit
 
-    if model.ByteSize() >= PROTOBUF_LIMIT:
+    if over_protobuf_limit(model):
         raise ValueError(f"{path}: the model is over 2 GiB; save it with external data (onnx.save_model)")
     return write_bytes_atomic(model.SerializeToString(), path)
 

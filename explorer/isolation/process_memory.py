@@ -35,7 +35,7 @@ import psutil
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["MemoryPeak", "ProcessTreeSampler", "TreeMemory", "tree_memory"]
+__all__ = ["MemoryPeak", "ProcessTreeSampler", "TreeMemory", "tree_memory", "release_freed_memory"]
 
 MIB = 2**20
 
@@ -358,3 +358,32 @@ class ProcessTreeSampler:
             self._peak_pss = max(self._peak_pss, now.pss_bytes)
             self._peak_root_pss = max(self._peak_root_pss, now.root_pss_bytes)
             self._peak_children_pss = max(self._peak_children_pss, now.pss_bytes - now.root_pss_bytes)
+
+
+def release_freed_memory() -> bool:
+    """Collect garbage and hand the C heap's free pages back to the system (glibc's ``malloc_trim``).
+
+    A library that built a large structure and freed it (an MLIR module with its weights, a
+    protobuf) leaves the pages with the allocator, still counted in this process's memory; a
+    compiler started next would add its own peak on top. Returns whether the trim ran (only with
+    glibc).
+
+    Examples
+    --------
+    >>> release_freed_memory() in (True, False)
+    True
+    """
+    import ctypes
+    import ctypes.util
+    import gc
+
+    gc.collect()
+    name = ctypes.util.find_library("c")
+    if not name:
+        return False
+    try:
+        trim = ctypes.CDLL(name).malloc_trim
+    except (OSError, AttributeError):  # not glibc
+        return False
+    trim(0)
+    return True

@@ -49,6 +49,7 @@ __all__ = [
     "IMPORT_OPSET",
     "CPU_FLAGS",
     "UNTYPED",
+    "NO_CONVERSION",
     "ELIDE_FLAGS",
     "target_flags",
     "import_onnx",
@@ -91,6 +92,10 @@ and MobileNetV2 27 -> 16 ms with them (docs/performance.md); the lowering view k
 
 UNTYPED = "ONNX shape inference gave its output no type"
 """What a failure says when the op IREE could not lower has an output of no type."""
+
+NO_CONVERSION = "IREE's ONNX lowering has no conversion for this op (at this opset or with these attributes)"
+"""The ``fix`` of a failure at a typed op IREE's ONNX lowering cannot convert: why, not a fix to apply
+(:func:`explorer.lower.import_fix.offer_simplify` offers onnxsim where it computes the op ahead of time)."""
 
 IMPORT_OPSET = 17
 """Models of an older opset are converted to this one before import (IREE legalizes more at 17)."""
@@ -149,9 +154,14 @@ def _load_for_import(path: str, input_shapes: Mapping[str, Sequence[int]] | None
 
     from explorer.onnx_adapter.input_shapes import fix_input_shapes
     from explorer.onnx_adapter.inputs import concrete_input_shapes
+    from explorer.onnx_adapter.weights import external_tensors
 
-    model = onnx.load(path)
+    model = onnx.load(path, load_external_data=False)
+    external = bool(external_tensors(model))  # inferred on the structure alone, the weights read once after
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), IMPORT_OPSET)
+    if opset < IMPORT_OPSET and external:  # the converter may rewrite a weight: it gets them all
+        onnx.load_external_data_for_model(model, os.path.dirname(os.path.abspath(path)))
+        external = False
     if opset < IMPORT_OPSET:
         try:
             model = onnx.version_converter.convert_version(model, IMPORT_OPSET)
@@ -166,6 +176,8 @@ def _load_for_import(path: str, input_shapes: Mapping[str, Sequence[int]] | None
     fix_input_shapes(model, shapes, path, allow_empty=True)  # a decoder's prompt: a past of 0
     try:
         model = onnx.shape_inference.infer_shapes(model, data_prop=True)
+        if external:
+            onnx.load_external_data_for_model(model, os.path.dirname(os.path.abspath(path)))
     except ValueError:  # over the protobuf limit: infer on the file, as iree-import-onnx does
         with tempfile.TemporaryDirectory() as folder:
             staged = os.path.join(folder, "model.onnx")
@@ -176,7 +188,8 @@ def _load_for_import(path: str, input_shapes: Mapping[str, Sequence[int]] | None
 
 
 def import_onnx(path: str, input_shapes: Mapping[str, Sequence[int]] | None, out_path: str) -> dict[str, Any]:
-    """Import an ONNX file into IREE's torch dialect and write the MLIR (weights included) to ``out_path``.
+    """Import an ONNX file into IREE's torch dialect and write the module (weights included) to ``out_path``
+    as MLIR bytecode (``iree-compile`` reads it; the weights stay bytes, not hex text twice their size).
 
     Returns
     -------
@@ -196,12 +209,14 @@ def import_onnx(path: str, input_shapes: Mapping[str, Sequence[int]] | None, out
     >>> from explorer.onnx_adapter.files import save_model
     >>> folder = tempfile.mkdtemp()
     >>> save_model(zoo.build("mlp"), os.path.join(folder, "m.onnx"))
-    >>> out = import_onnx(os.path.join(folder, "m.onnx"), None, os.path.join(folder, "m.mlir"))
+    >>> out = import_onnx(os.path.join(folder, "m.onnx"), None, os.path.join(folder, "m.mlirbc"))
     >>> 'torch.operator "onnx.Gemm"' in out["text"]
     True
     """
     from iree.compiler import ir
     from iree.compiler.extras import onnx_importer
+
+    from explorer.isolation.process_memory import release_freed_memory
 
     started = time.perf_counter()
     model, shapes = _load_for_import(path, input_shapes)
@@ -216,13 +231,13 @@ def import_onnx(path: str, input_shapes: Mapping[str, Sequence[int]] | None, out
         raise LoweringError(
             f"{type(err).__name__}: {err}".strip(), pass_name="ONNX import", compiler="IREE"
         ) from None
-    with open(out_path, "w", encoding="utf-8") as handle:
-        module.print(file=handle, enable_debug_info=True, assume_verified=True)
-    return {
-        "inputs": shapes,
-        "seconds": time.perf_counter() - started,
-        "text": module.get_asm(enable_debug_info=True, assume_verified=True, **_PRINT_LIMITS),
-    }
+    text = module.get_asm(enable_debug_info=True, assume_verified=True, **_PRINT_LIMITS)
+    del importer, info, model  # the ONNX weights: the module holds its own copy now
+    with open(out_path, "wb") as handle:  # bytecode: the weights as bytes, not as hex text twice their size
+        module.write_bytecode(handle)
+    del module, context
+    release_freed_memory()  # before iree-compile starts beside this process
+    return {"inputs": shapes, "seconds": time.perf_counter() - started, "text": text}
 
 
 def compile_mlir(
@@ -272,8 +287,8 @@ def compile_mlir(
     >>> from explorer.onnx_adapter.files import save_model
     >>> folder = tempfile.mkdtemp()
     >>> save_model(zoo.build("mlp"), os.path.join(folder, "m.onnx"))
-    >>> _ = import_onnx(os.path.join(folder, "m.onnx"), None, os.path.join(folder, "m.mlir"))
-    >>> out = compile_mlir(os.path.join(folder, "m.mlir"), os.path.join(folder, "m.vmfb"))
+    >>> _ = import_onnx(os.path.join(folder, "m.onnx"), None, os.path.join(folder, "m.mlirbc"))
+    >>> out = compile_mlir(os.path.join(folder, "m.mlirbc"), os.path.join(folder, "m.vmfb"))
     >>> list(out["phase_seconds"])[:2], os.path.getsize(os.path.join(folder, "m.vmfb")) > 0
     (['input', 'abi'], True)
     """
@@ -390,9 +405,7 @@ def _compile_error(diagnostics: str, code: int, phases_done: list[str]) -> Lower
             message += f" ({UNTYPED}, and IREE lowers only typed ops)"
             fix = FIX
         else:
-            fix = (
-                "IREE's ONNX lowering has no conversion for this op (at this opset or with these attributes)"
-            )
+            fix = NO_CONVERSION
     return LoweringError(
         message[:500],
         pass_name=where,
@@ -447,7 +460,7 @@ def build_vmfb(
     """
     folder = Path(out_path).parent
     with tempfile.TemporaryDirectory(dir=folder) as scratch:
-        mlir_path = os.path.join(scratch, "model.mlir")
+        mlir_path = os.path.join(scratch, "model.mlirbc")
         imported = import_onnx(path, input_shapes, mlir_path)
         compiled = compile_mlir(mlir_path, out_path, target=target, cpu=cpu, extra_flags=extra_flags)
     function = re.search(r"func\.func @\"?([^\"(\s]+)", imported["text"])
@@ -577,12 +590,12 @@ def lower_iree(
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
         worker.report(0.0, "IREE: importing the ONNX model into the torch dialect")
-        imported = import_onnx(path, input_shapes, str(folder / "model.mlir"))
+        imported = import_onnx(path, input_shapes, str(folder / "model.mlirbc"))
         first = _snapshot(imported["text"], onnx_nodes)
         dumps = folder / ("phases" if detail == "phases" else "passes")
         dumps.mkdir()
         compiled = compile_mlir(
-            str(folder / "model.mlir"),
+            str(folder / "model.mlirbc"),
             str(folder / "model.vmfb"),
             target=target,
             phases_dir=str(dumps) if detail == "phases" else None,

@@ -23,7 +23,9 @@ from __future__ import annotations
 import os
 import re
 import time
+import warnings
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from explorer.lower.relax_exprs import operands
@@ -137,7 +139,12 @@ def run_importer(
     import tvm
     from tvm.relax.frontend.onnx import from_onnx, onnx_frontend
 
-    model = onnx.load(os.fspath(path)) if isinstance(path, (str, os.PathLike)) else path
+    from explorer.onnx_adapter.weights import tensor_array
+
+    base_dir = Path(path).parent if isinstance(path, (str, os.PathLike)) else None
+    # Weights in external files stay there: the importer reads each one mapped (below), so the
+    # model's weights are in memory once (as TVM's constants), not twice (proto and constants).
+    model = onnx.load(os.fspath(path), load_external_data=False) if base_dir is not None else path
     converted = importer_ops()
     missing = [
         {
@@ -174,10 +181,22 @@ def run_importer(
         importers.append(self)  # its tensor table maps ONNX outputs to Relax expressions: origins
         return original_from_onnx(self, graph, opset)
 
+    original_get_numpy = onnx_frontend.get_numpy
+
+    def mapped(tensor: Any) -> Any:
+        return (
+            tensor_array(tensor, base_dir, os.fspath(path))
+            if base_dir is not None
+            else original_get_numpy(tensor)
+        )
+
     importer._convert_operator = tracked  # the worker's own copy of TVM: nothing else sees it
     importer.from_onnx = keep
+    onnx_frontend.get_numpy = mapped
     try:
-        mod = from_onnx(model, shape_dict=shapes, keep_params_in_input=False)
+        with warnings.catch_warnings():  # TVM runs onnx's checker, which looks for external data in the cwd
+            warnings.filterwarnings("ignore", message="Data of TensorProto", category=UserWarning)
+            mod = from_onnx(model, shape_dict=shapes, keep_params_in_input=False)
     except Exception as err:  # the node being converted is the one that failed
         text = " ".join(str(err).split())
         node, op_type = current.get("node", ""), current.get("op_type", "")
@@ -196,6 +215,7 @@ def run_importer(
     finally:
         importer._convert_operator = original
         importer.from_onnx = original_from_onnx
+        onnx_frontend.get_numpy = original_get_numpy
     elapsed = time.perf_counter() - started
     importer_used = importers[0] if importers else None
     return {"ok": True, "module": mod, "model": model, "importer": importer_used, "elapsed": elapsed}

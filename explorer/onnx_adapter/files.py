@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from explorer.core.tensors import PROTOBUF_LIMIT
+from explorer.core.tensors import over_protobuf_limit
 
 __all__ = ["save_model", "resave", "check_model"]
 
@@ -49,12 +49,17 @@ def save_model(model: Any, out_path: PathLike) -> None:
     import onnx
 
     out = Path(out_path)
-    big = model.ByteSize() >= PROTOBUF_LIMIT
+    big = over_protobuf_limit(model)
     onnx.save_model(model, os.fspath(out), save_as_external_data=big, location=f"{out.name}.data")
 
 
 def resave(path: PathLike, *, out_path: PathLike) -> None:
-    """Load a model file with its external data and save it to ``out_path`` (see :func:`save_model`).
+    """Save the model file ``path`` to ``out_path``; its external weights are copied file to file.
+
+    A model with weights in external files keeps them there: they are copied to
+    ``<out name>.data`` without being read into memory
+    (:func:`~explorer.onnx_adapter.external_copy.copy_external_model`), so a model of any size
+    is saved in the memory of its graph. Others are loaded and saved (see :func:`save_model`).
 
     Examples
     --------
@@ -67,7 +72,14 @@ def resave(path: PathLike, *, out_path: PathLike) -> None:
     """
     import onnx
 
-    save_model(onnx.load(os.fspath(path), load_external_data=True), out_path)
+    from explorer.onnx_adapter.external_copy import copy_external_model
+    from explorer.onnx_adapter.weights import external_tensors
+
+    model = onnx.load(os.fspath(path), load_external_data=False)
+    if external_tensors(model):
+        copy_external_model(path, out_path)
+    else:
+        save_model(model, out_path)
 
 
 def check_model(path: PathLike, full_check: bool = True) -> dict[str, Any]:

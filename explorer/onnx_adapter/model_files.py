@@ -164,11 +164,11 @@ def stage_variant(graph: ModelGraph, model: ModelProto) -> str:
 
 
 def _save_staged(model: ModelProto, target: Path) -> Path:
-    from explorer.core.tensors import PROTOBUF_LIMIT
+    from explorer.core.tensors import over_protobuf_limit
 
-    if model.ByteSize() >= PROTOBUF_LIMIT:
+    if over_protobuf_limit(model):
         raise ModelTooLargeError(
-            f"the model's structure alone is over protobuf's 2 GiB limit ({model.ByteSize():,} bytes)",
+            "the model's structure alone (its weights stripped) is over protobuf's 2 GiB limit",
             path=str(target),
         )
     return write_bytes_atomic(model.SerializeToString(), target, fsync=False)

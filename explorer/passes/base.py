@@ -30,7 +30,7 @@ import onnx
 from onnx import ModelProto
 
 from explorer.core.errors import ModelTooLargeError
-from explorer.core.tensors import PROTOBUF_LIMIT, format_bytes
+from explorer.core.tensors import PROTOBUF_LIMIT, format_bytes, over_protobuf_limit
 from explorer.onnx_adapter.weights import content_key, model_bytes
 
 __all__ = ["Pass", "PassResult", "FunctionPass", "Runner", "models_differ", "CONTRACT_CHECK_BYTES"]
@@ -312,6 +312,6 @@ class FunctionPass:
 
 def _digest(model: ModelProto) -> bytes | None:
     """The SHA-256 of the model's deterministic serialization; None when it is too large to hash quickly."""
-    if model.ByteSize() > CONTRACT_CHECK_BYTES:
+    if over_protobuf_limit(model) or model.ByteSize() > CONTRACT_CHECK_BYTES:
         return None
     return hashlib.sha256(model.SerializeToString(deterministic=True)).digest()

@@ -137,7 +137,7 @@ def dispatch_sites(
     from explorer.lower.iree_compile import compile_mlir, import_onnx
 
     with tempfile.TemporaryDirectory(prefix="iree-flow-") as folder:
-        mlir, flow = os.path.join(folder, "model.mlir"), os.path.join(folder, "model.flow.mlir")
+        mlir, flow = os.path.join(folder, "model.mlirbc"), os.path.join(folder, "model.flow.mlir")
         import_onnx(path, input_shapes, mlir)
         compile_mlir(mlir, flow, target=target, extra_flags=[*extra_flags, "--compile-to=flow"])
         text = Path(flow).read_text(encoding="utf-8")

@@ -266,7 +266,7 @@ def _try_compile(path: str, compile_to: str) -> IreeFailure | None:
     from explorer.lower.iree_compile import compile_mlir, import_onnx
 
     with tempfile.TemporaryDirectory(prefix="iree-check-") as scratch:
-        mlir = os.path.join(scratch, "model.mlir")
+        mlir = os.path.join(scratch, "model.mlirbc")
         flags = [] if compile_to == "end" else [f"--compile-to={compile_to}"]
         untyped: set[str] = set()
         try:
