@@ -61,17 +61,24 @@ def _progress(message: str) -> None:
 
 
 def export_folder(given: str | None = None) -> Path:
-    """Where the full-size exports are cached (``$ONNX_EXPLORER_CACHE/real-exports``), or ``given``.
+    """Where the full-size exports are cached (``real-exports`` in the cache every run shares:
+    :func:`explorer.isolation.io.cache_folder`, made and checked writable), or ``given``.
 
     Examples
     --------
     >>> export_folder("/tmp/x")
     PosixPath('/tmp/x')
+    >>> import tempfile
+    >>> from unittest import mock
+    >>> with mock.patch.dict(os.environ, {"ONNX_EXPLORER_CACHE": tempfile.mkdtemp()}):
+    ...     export_folder().is_dir(), export_folder().name
+    (True, 'real-exports')
     """
     if given:
         return Path(given)
-    cache = os.environ.get("ONNX_EXPLORER_CACHE") or Path.home() / ".cache" / "onnx-graph-explorer"
-    return Path(cache) / "real-exports"
+    from explorer.isolation.io import cache_folder
+
+    return cache_folder("real-exports")
 
 
 def _exported(name: str, folder: Path, reexport: bool) -> tuple[Path, float]:

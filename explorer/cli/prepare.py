@@ -100,9 +100,10 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Run the target's NPU-ready pipeline on ``args.model``, print one row per step and the verdict,
-    and save the result to ``--output`` when given; return 0. When every step failed, nothing was
-    prepared: a :class:`~explorer.core.errors.LoweringError` (exit 3) names each step's reason, and
-    ``--output`` is not written.
+    and save the result to ``--output`` when given; return 0. When a step failed (the QDQ step on a
+    model ONNX Runtime cannot run, say, while the shapes were fixed), the model is not what was asked:
+    a :class:`~explorer.core.errors.LoweringError` (exit 3) names each failed step's reason, no
+    verdict is printed and ``--output`` is not written.
 
     Examples
     --------
@@ -131,10 +132,14 @@ def run(args: argparse.Namespace) -> int:
         if not args.json:
             print(f"[{step}/{total}] {name}", file=sys.stderr)
 
+    from explorer.runtimes.memory_budget import check_memory
+
     graph = load(args.model)
     check_input_shapes(graph.model, dict(args.input_shape), args.model)
     if _is_decoder_call(args, graph):
+        check_memory(graph.model, "prepare", ["decoder"], label=args.model)  # before any work: exit 3
         return run_decoder(args, graph, progress)
+    check_memory(graph.model, "prepare", label=args.model)  # its quantization tools: one protobuf
     if args.prompt_tokens or args.context:
         raise UsageError(
             f"{args.model}: --prompt-tokens and --context size a decoder LLM's prefill and decode graphs "
@@ -150,9 +155,15 @@ def run(args: argparse.Namespace) -> int:
         progress=progress,
     )
     failed = [s for s in prepared.steps if s.error]
-    if failed and len(failed) == len(prepared.steps) - 1:  # the model as given, not prepared: no success
+    if failed:  # the pipeline is what was asked: a model some step failed on is not ready for the target
+        steps = len(prepared.steps) - 1
+        what = (
+            "every step failed, nothing was prepared"
+            if len(failed) == steps
+            else f"{len(failed)} of {steps} steps failed, the model is not ready for {args.target}"
+        )
         reasons = [f"{s.pass_name}: {s.error}" for s in failed]
-        _refuse(args, ["every step failed, nothing was prepared", *reasons], failed[0].pass_name, "pipeline")
+        _refuse(args, [what, *reasons], failed[0].pass_name, "pipeline")
     saved = None
     if args.output:
         from explorer.onnx_adapter.model_files import save_graph_model

@@ -57,6 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from explorer.core.errors import (
+    UnguardedMainError,
     WorkerCancelled,
     WorkerCrashed,
     WorkerError,
@@ -97,6 +98,11 @@ _TAIL_BYTES = 64 * 1024
 #: How often a waiting call looks whether it was asked to stop (:meth:`Worker.cancel`).
 _CANCEL_POLL_S = 0.2
 _KILL_WAIT_S = 10.0
+#: The worker processes' name (``multiprocessing.current_process().name`` in them, from their start).
+_PROCESS_NAME = "explorer-worker"
+#: The exit code of a worker that, still starting, found the parent's main script (imported again
+#: by spawn) starting a worker: its top level runs without the ``__main__`` guard.
+_MAIN_REIMPORTED_EXIT = 86
 
 
 # --------------------------------------------------------------------------- defaults
@@ -460,6 +466,115 @@ def _type_name(cls: type) -> str:
     return cls.__qualname__ if module == "builtins" else f"{module}.{cls.__qualname__}"
 
 
+# --------------------------------------------------------------------------- start-up: the main script
+
+_GUARD = 'if __name__ == "__main__":'
+
+
+def _starting_up_as_worker() -> bool:
+    """Whether this process is a worker still starting up: spawn is importing the parent's main
+    script in it (as ``__mp_main__``, before the worker's own code runs), so a worker started now
+    comes from the script's top level."""
+    me = multiprocessing.current_process()
+    return bool(getattr(me, "_inheriting", False)) and me.name == _PROCESS_NAME
+
+
+def _reimported_main() -> tuple[Any, str] | None:
+    """The main module and its file when spawn imports that file again in a child (a script run as
+    ``python script.py`` or ``python -m pkg.mod``, as :func:`multiprocessing.spawn.get_preparation_data`
+    decides); None when it does not (a notebook, ``python -c``, ``python -m pkg``)."""
+    from multiprocessing import process
+
+    main = sys.modules.get("__main__")
+    name = getattr(getattr(main, "__spec__", None), "name", None)
+    path = getattr(main, "__file__", None)
+    if main is None or not path or (name is not None and (name == "__main__" or name.endswith(".__main__"))):
+        return None
+    if not os.path.isabs(path) and process.ORIGINAL_DIR is not None:
+        path = os.path.join(process.ORIGINAL_DIR, path)
+    if os.path.splitext(os.path.basename(path))[0] == "ipython":
+        return None
+    return main, os.path.normpath(path)
+
+
+def _unguarded_main_line() -> tuple[str, int] | None:
+    """The main script and the line of its top level that runs now, when that line is not under
+    an ``if __name__ == "__main__":`` guard and spawn would import the script again in a worker
+    (which would run the script's top level a second time); None otherwise, or when it cannot tell.
+
+    Read from the main thread's frames, so a worker started from another thread (``explorer.load``
+    infers shapes from one) is judged by what the script's top level is doing.
+    """
+    found = _reimported_main()
+    if found is None:
+        return None
+    main, path = found
+    frame = sys._current_frames().get(threading.main_thread().ident)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "<module>" and frame.f_globals is vars(main):
+            break
+        frame = frame.f_back
+    if frame is None or os.path.normpath(os.path.abspath(frame.f_code.co_filename)) != path:
+        return None
+    line = frame.f_lineno
+    return None if _under_main_guard(path, line) else (path, line)
+
+
+def _under_main_guard(path: str, line: int) -> bool:
+    """Whether ``line`` of the script at ``path`` is in the branch of an ``if __name__ == "__main__":``
+    (or the ``else`` of a ``!=`` one); True when the script cannot be read or parsed (cannot tell)."""
+    import ast
+
+    try:
+        tree = ast.parse(Path(path).read_bytes(), filename=path)
+    except (OSError, SyntaxError, ValueError):
+        return True
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.If) or not isinstance(node.test, ast.Compare):
+            continue
+        test = node.test
+        sides = (test.left, *test.comparators)
+        names = [isinstance(n, ast.Name) and n.id == "__name__" for n in sides]
+        mains = [isinstance(n, ast.Constant) and n.value == "__main__" for n in sides]
+        if len(sides) != 2 or sorted(names) != [False, True] or sorted(mains) != [False, True]:
+            continue
+        branch = {ast.Eq: node.body, ast.NotEq: node.orelse}.get(type(test.ops[0]), [])
+        if branch and branch[0].lineno <= line <= (branch[-1].end_lineno or branch[-1].lineno):
+            return True
+    return False
+
+
+def _refuse_unguarded_main() -> None:
+    """Before a worker starts. In a worker still starting up whose import of the parent's script
+    started a worker: exit at once (the parent raises :class:`~explorer.core.errors.UnguardedMainError`),
+    running no more of the script. In the parent: raise it when the script's top level runs unguarded."""
+    if _starting_up_as_worker():
+        os._exit(_MAIN_REIMPORTED_EXIT)
+    where = _unguarded_main_line()
+    if where is not None:
+        path, line = where
+        raise UnguardedMainError(
+            f"{path}, line {line}, starts the explorer's worker process at import time: the worker is a "
+            f"spawned process, which imports the script again and would run its top level a second "
+            f"time. Put the script's calls under `{_GUARD}` (docs/isolation.md, Start-up)",
+            path=path,
+            line=line,
+        )
+
+
+def _reimported_main_error() -> UnguardedMainError:
+    """What the parent raises when the worker exited with :data:`_MAIN_REIMPORTED_EXIT`."""
+    found = _reimported_main()
+    path = found[1] if found is not None else None
+    return UnguardedMainError(
+        f"the explorer's worker process imported {path or 'the main script'} again (spawn does, as "
+        f"__mp_main__) and its top level started a worker once more: the script calls the explorer at "
+        f"import time. Put the script's calls under `{_GUARD}` (docs/isolation.md, Start-up)",
+        path=path,
+    )
+
+
 # --------------------------------------------------------------------------- parent side
 
 
@@ -562,6 +677,7 @@ class Worker:
             if self.alive:
                 return self
             self.kill()  # clean up after a child that died while idle
+            _refuse_unguarded_main()  # spawn would run the script's top level again
             try:
                 self._spawn()
                 self._await_ready()
@@ -577,7 +693,7 @@ class Worker:
         parent_conn, child_conn = ctx.Pipe(duplex=True)
         args = (child_conn, self._log_path(), self.memory_mb, os.getpid())
         # daemon: at interpreter exit multiprocessing terminates it instead of waiting for it
-        self._proc = ctx.Process(target=_child_main, args=args, name="explorer-worker", daemon=True)
+        self._proc = ctx.Process(target=_child_main, args=args, name=_PROCESS_NAME, daemon=True)
         self._conn = parent_conn
         try:
             self._proc.start()
@@ -595,6 +711,10 @@ class Worker:
                 stderr_tail=self._tail(),
                 timeout=limit,
             ) from None
+        except WorkerCrashed as err:
+            if err.exitcode == _MAIN_REIMPORTED_EXIT:  # its import of the script started a worker
+                raise _reimported_main_error() from None
+            raise
         _, _, pgid, self.capped = message
         self._pgid = pgid if pgid == self._proc.pid else None
 
@@ -1233,9 +1353,9 @@ def _stage_model(model: Any, call_dir: Path) -> Path:
 
 
 def _save_proto(model: Any, target: Path) -> None:
-    from explorer.core.tensors import PROTOBUF_LIMIT
+    from explorer.core.tensors import over_protobuf_limit
 
-    if model.ByteSize() < PROTOBUF_LIMIT:
+    if not over_protobuf_limit(model):
         target.write_bytes(model.SerializeToString())
         return
     import onnx

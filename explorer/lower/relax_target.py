@@ -26,6 +26,7 @@ from explorer.isolation.cpu_cores import size_tvm_thread_pool
 
 __all__ = [
     "cpu_target",
+    "check_cpu",
     "parse_target",
     "target_text",
     "remote_target",
@@ -139,13 +140,37 @@ def cpu_target(target: str = "llvm") -> Any:
     import tvm
 
     spec = parse_target(target)
-    if "mcpu" in spec:
-        _check_cpu(str(spec["mcpu"]), str(spec.get("mtriple") or ""), target)
+    check_cpu(target)
     cores = size_tvm_thread_pool()  # MetaSchedule needs num-cores: the threads the kernels will run on
     if "mcpu" not in spec and "mtriple" not in spec:
         spec["mcpu"] = tvm.target.codegen.llvm_get_system_cpu()
     spec.setdefault("num-cores", int(cores))
     return tvm.target.Target(spec)
+
+
+def check_cpu(target: str) -> None:
+    """Refuse a target whose ``-mcpu`` LLVM does not know for the target's triple (default: this
+    machine's), naming those it knows; a target that names no CPU passes. It imports TVM (seconds):
+    run it in the worker, as :meth:`explorer.runtimes.tvm_runtime.TvmRuntime.check_target` does before
+    any runtime runs.
+
+    Raises
+    ------
+    ValueError
+        A malformed target (:func:`parse_target`); a :class:`~explorer.core.errors.UsageError` for a
+        CPU LLVM does not know (LLVM would build for a generic CPU instead, under the name given).
+
+    Examples
+    --------
+    >>> check_cpu("llvm -mcpu=haswell -num-cores=2")
+    >>> check_cpu("llvm -mcpu=notacpu")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    explorer.core.errors.UsageError: -mcpu=notacpu in 'llvm -mcpu=notacpu' is no CPU LLVM knows for ...
+    """
+    spec = parse_target(target)
+    if "mcpu" in spec:
+        _check_cpu(str(spec["mcpu"]), str(spec.get("mtriple") or ""), target)
 
 
 def _check_cpu(cpu: str, triple: str, text: str) -> None:

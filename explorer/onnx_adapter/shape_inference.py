@@ -21,7 +21,14 @@ from typing import Any
 import onnx
 from onnx import ModelProto
 
-from explorer.core.tensors import PROTOBUF_LIMIT, Shape, dim_from_proto, format_shape, shape_from_type
+from explorer.core.tensors import (
+    PROTOBUF_LIMIT,
+    Shape,
+    dim_from_proto,
+    format_shape,
+    over_protobuf_limit,
+    shape_from_type,
+)
 from explorer.onnx_adapter.input_shapes import fix_input_shapes
 from explorer.onnx_adapter.protos import GraphPath, has_schema, iter_graph_paths, iter_graphs
 from explorer.onnx_adapter.weights import (
@@ -268,7 +275,7 @@ def infer_types(model: ModelProto) -> tuple[PerGraphTypes, list[str]]:
     tables = _collect(model)
     if has_strippable_tensors(model):  # the worker gets a stripped copy already: do not copy it again
         model = stripped_copy(model)
-    if model.ByteSize() >= PROTOBUF_LIMIT:
+    if over_protobuf_limit(model):
         notes.append("shape inference skipped: the model's structure alone is over 2 GiB")
         return tables, notes
     # Declared output shapes and value_info would stop inference from refining them (e.g.
@@ -440,12 +447,15 @@ def infer_types_isolated(
     >>> types[()]["logits"][0], notes
     (('batch', 10), [])
     """
+    from explorer.core.errors import UnguardedMainError
     from explorer.isolation import worker
 
     try:  # the worker gets the weight-stripped copy: a few MB whatever the weights weigh
         return worker.run_on_model(
             infer_types_file, stripped_copy(model), step="shape inference", timeout=timeout
         )
+    except UnguardedMainError:  # the script's mistake, not the model's: no worker runs until it is fixed
+        raise
     except (
         Exception
     ) as err:  # WorkerCrashed (signal_name), WorkerTimeout, WorkerOutOfMemory, or a Python error
@@ -506,10 +516,15 @@ class BackgroundInference:
             self._error = err
 
     def result(self, model: ModelProto) -> tuple[PerGraphTypes, list[str]]:
-        """Wait for the worker; on failure, the types ``model`` declares and a note why."""
+        """Wait for the worker; on failure, the types ``model`` declares and a note why (a script
+        that starts the worker at import time: :class:`~explorer.core.errors.UnguardedMainError`)."""
+        from explorer.core.errors import UnguardedMainError
+
         self._thread.join()
         if self._outcome is not None:
             return self._outcome
+        if isinstance(self._error, UnguardedMainError):
+            raise self._error
         return _collect(model), [_failure_note(self._error)]
 
 

@@ -182,6 +182,27 @@ class TvmRuntime:
         """Whether it can run here: :attr:`missing` is None."""
         return self.missing is None
 
+    def check_target(self) -> None:
+        """Refuse a ``-mcpu`` LLVM does not know for the target, before any runtime runs: a
+        :class:`~explorer.core.errors.UsageError` listing the CPUs it knows
+        (:func:`explorer.lower.relax_target.check_cpu`). LLVM's list needs TVM, whose import takes
+        seconds: the check runs in the worker, which the build imports TVM in anyway. A target that
+        names no CPU (or TVM not installed: the runtime is skipped) asks nothing.
+
+        Examples
+        --------
+        >>> TvmRuntime("llvm -mcpu=haswell -num-cores=2").check_target()
+        >>> TvmRuntime("llvm -mcpu=notacpu").check_target()  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        explorer.core.errors.UsageError: -mcpu=notacpu in 'llvm -mcpu=notacpu' is no CPU LLVM knows for ...
+        """
+        from explorer.lower.relax_target import check_cpu, parse_target
+
+        if "mcpu" not in parse_target(self.target) or importlib.util.find_spec("tvm") is None:
+            return
+        worker.run(check_cpu, self.target, step=f"{self.label}: check the target")
+
     def options(self) -> dict[str, Any]:
         """``{"target", "tune_trials", "tune_minutes"}``; ``pretuned``, ``tune_every_task``,
         ``schedules`` and ``tuning_root`` when set, and ``rpc_tracker`` / ``rpc_key`` when remote."""

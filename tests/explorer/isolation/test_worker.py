@@ -572,3 +572,76 @@ def test_explicit_worker_serves_calls_sequentially():
         assert not w.alive
         assert w.call(pow, 2, 5) == 32
     assert not w.alive
+
+
+# --------------------------------------------------------------------------- a script without the guard
+
+UNGUARDED_SCRIPT = """\
+import sys
+sys.path[:0] = {path!r}
+import explorer
+from explorer.isolation import worker
+{patch}
+with open({side!r}, "a") as side:
+    side.write(__name__ + "\\n")
+graph = explorer.load({source!r})
+print("loaded", graph.source)
+"""
+GUARD = 'if __name__ == "__main__":'
+
+
+def run_script(tmp_path: Path, source: str, *, patch: str = "", guarded: bool = False) -> tuple:
+    """``python script.py`` where the script's top level writes a line (its ``__name__``) to a file and
+    loads ``source`` ("zoo": ``zoo:mlp``, "file": a model file, inferred from a thread); return the
+    finished process and the lines written."""
+    from explorer import zoo
+
+    model = "zoo:mlp" if source == "zoo" else str(zoo.save("mlp", tmp_path))
+    side = tmp_path / "side_effects.txt"
+    text = UNGUARDED_SCRIPT.format(path=sys.path, patch=patch, side=str(side), source=model)
+    if guarded:
+        head, _, body = text.partition("with open(")
+        text = head + GUARD + "\n" + textwrap.indent("with open(" + body, "    ")
+    script = tmp_path / "script.py"
+    script.write_text(text)
+    done = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=180
+    )
+    return done, side.read_text().splitlines() if side.exists() else []
+
+
+@pytest.mark.parametrize("source", ["zoo", "file"])
+def test_a_script_loading_at_import_time_fails_once_naming_the_guard(source: str, tmp_path: Path) -> None:
+    """Issue #39: spawn imports the main script again in the worker; unguarded, its top level would
+    run twice. The parent refuses before the worker starts: the side effect happened once."""
+    done, side_effects = run_script(tmp_path, source)
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert side_effects == ["__main__"]
+    assert "loaded" not in done.stdout
+    said = done.stderr.strip().splitlines()[-1]
+    assert said.startswith("explorer.core.errors.UnguardedMainError: ") and GUARD in said, done.stderr
+    assert f"{tmp_path / 'script.py'}, line 8, starts the explorer's worker process at import time" in said
+
+
+def test_a_guarded_script_loads_once(tmp_path: Path) -> None:
+    done, side_effects = run_script(tmp_path, "file", guarded=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert side_effects == ["__main__"] and done.stdout.count("loaded") == 1
+    assert "UnguardedMainError" not in done.stderr
+
+
+def test_a_worker_whose_start_up_import_of_the_script_starts_a_worker_exits_and_the_parent_says_why(
+    tmp_path: Path,
+) -> None:
+    """Where the parent cannot tell (here: told it cannot), the worker, still starting, finds the script
+    it imports again starting a worker: it exits there, and the parent raises the same typed error at
+    once (no hang, no second load)."""
+    patch = "worker._unguarded_main_line = lambda: None"
+    started = time.monotonic()
+    done, side_effects = run_script(tmp_path, "file", patch=patch)
+    assert done.returncode == 1 and time.monotonic() - started < 60, done.stderr[-3000:]
+    assert side_effects == ["__main__", "__mp_main__"]  # the lines above the call ran in the worker
+    assert "loaded" not in done.stdout
+    said = done.stderr.strip().splitlines()[-1]
+    assert said.startswith("explorer.core.errors.UnguardedMainError: ") and GUARD in said, done.stderr
+    assert f"imported {tmp_path / 'script.py'} again (spawn does, as __mp_main__)" in said
