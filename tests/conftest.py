@@ -71,6 +71,29 @@ def torch_kv_decoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return torch_zoo.export("llama_kv_decoder", tmp_path_factory.mktemp("torch-kv-decoder"))
 
 
+@pytest.fixture(scope="session")
+def gpt2_dynamo_export(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Hugging Face's ``GPT2LMHeadModel`` from ``GPT2Config(n_layer=2, n_head=12, n_embd=96)`` with random
+    weights (vocab 100, 32 positions), exported once per session by ``torch.onnx.export(dynamo=True)``
+    (about 15 s; skipped without torch and transformers). Its Gemm nodes have no bias (zeros, left out by
+    the exporter), which ONNX Runtime's gpt2 optimizer crashes on. Returns its GPT2.onnx."""
+    for module in ("torch", "transformers"):
+        pytest.importorskip(module)
+    import warnings
+
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    config = GPT2Config(n_layer=2, n_head=12, n_embd=96, vocab_size=100, n_positions=32, use_cache=False)
+    model = GPT2LMHeadModel(config).eval()
+    path = tmp_path_factory.mktemp("gpt2-dynamo") / "GPT2.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, (torch.randint(0, 100, (1, 8)),), str(path), dynamo=True, verbose=False)
+    return path
+
+
 def _genai_decoder(tmp_path_factory: pytest.TempPathFactory, precision: str, size: str = "small") -> Path:
     for module in ("torch", "transformers", "onnxruntime_genai"):  # the torch and llm extras
         pytest.importorskip(module)

@@ -106,6 +106,11 @@ def run(args: argparse.Namespace) -> int:
         if args.output and not failed:
             print(f"wrote {args.output}")
     if error is not None:
+        # --debug: each failed step's traceback (the worker's), then the error
+        if getattr(args, "debug", False):
+            for step in failed:
+                trace = step.traceback or "(none recorded)"
+                print(f"traceback of step {step.index} ({step.name}):\n{trace}", file=sys.stderr)
         print(f"onnx-explorer: error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     return 0

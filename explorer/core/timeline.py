@@ -71,6 +71,8 @@ class Snapshot:
     metrics : dict
         Numbers the producer measured after the step (a lowering reports bindings,
         PrimFuncs, fused functions, kernels, intermediate tensors); empty by default.
+    traceback : str or None
+        A failed step's traceback (``passes --debug`` prints it); not in :meth:`to_dict`.
     """
 
     index: int
@@ -86,6 +88,7 @@ class Snapshot:
     max_abs_diff: float | None = None
     error: str | None = None
     metrics: Mapping[str, int] = field(default_factory=dict)
+    traceback: str | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def original(
@@ -161,8 +164,9 @@ class Snapshot:
         log: tuple[str, ...],
         max_abs_diff: float | None,
         error: str,
+        traceback: str | None = None,
     ) -> Snapshot:
-        """The snapshot of a step that failed: the previous graph (``last``'s counts), and why."""
+        """A failed step's snapshot: the previous graph (``last``'s counts), why, and its traceback."""
         return dataclasses.replace(
             last,
             index=index,
@@ -174,6 +178,7 @@ class Snapshot:
             max_abs_diff=max_abs_diff,
             error=error,
             metrics=dict(last.metrics),
+            traceback=traceback,
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -9,8 +9,10 @@ shapes and onnxsim); when a lowering pass fails on a tensor whose shape it does 
 (a :class:`~explorer.core.errors.LoweringError` whose fix is :data:`~explorer.lower.relax_import.FIX`),
 fixed shapes and onnxsim; when a compiler fails at ONNX nodes a rewrite into standard ONNX
 removes (IREE's lowering has no Loop and no com.microsoft ops: :func:`lowering_rewrite`), that
-rewrite. So ``fix`` never does less than ``simplify``, and the caller runs every runtime on the
-graph the fixes made.
+rewrite; and whatever else failed, in the import or a compiler (IREE's crashes included), fixed
+shapes and onnxsim before it gives up. So ``fix`` never does less than ``simplify``, and the caller
+runs every runtime on the graph the fixes made. Without either, a compiler's failure at nodes
+onnxsim computes ahead of time offers it (:func:`offer_simplify`).
 
 Examples
 --------
@@ -23,12 +25,15 @@ Examples
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from explorer.core.errors import LoweringError
+import onnx
+
+from explorer.core.errors import ExplorerError, LoweringError
 from explorer.core.graph import ModelGraph
-from explorer.lower.iree_compile import UNTYPED
+from explorer.lower.iree_compile import NO_CONVERSION, UNTYPED
 from explorer.lower.relax_import import (
     FIX,
     REWRITE_FIXES,
@@ -39,7 +44,15 @@ from explorer.lower.relax_import import (
 )
 from explorer.lower.relax_pipeline import RelaxImportFailed
 
-__all__ = ["lower_with_fixes", "simplified", "lowering_rewrite", "rewrites_applied", "rewritten"]
+__all__ = [
+    "lower_with_fixes",
+    "simplified",
+    "lowering_rewrite",
+    "rewrites_applied",
+    "rewritten",
+    "foldable_nodes",
+    "offer_simplify",
+]
 
 T = TypeVar("T")
 
@@ -58,6 +71,76 @@ def simplified(graph: ModelGraph, input_shapes: Shapes = None) -> tuple[ModelGra
     """
     fixed, shapes = fix_graph(graph, ("onnxsim",), input_shapes, fixed_shapes=True)
     return fixed, shapes or {}
+
+
+_NOT_FOLDED = frozenset(
+    {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"}
+    | {"If", "Loop", "Scan", "SequenceMap"}
+)
+"""Ops onnxsim does not compute ahead of time even on constant inputs: random ones, and control flow."""
+
+
+def foldable_nodes(graph: ModelGraph) -> list[onnx.NodeProto]:
+    """The main graph's nodes onnxsim computes ahead of time once the input shapes are fixed: standard
+    ops (not random, no subgraphs) whose inputs are all initializers, ``Constant`` outputs or other such
+    nodes' outputs, and the ``Shape`` / ``Size`` of any tensor (static once the inputs' shapes are).
+
+    Examples
+    --------
+    >>> from explorer import load
+    >>> ops = {n.op_type for n in foldable_nodes(load("zoo:yolov8"))}  # the anchors, from the maps' sizes
+    >>> sorted(ops & {"Shape", "Range", "Concat", "Conv"})
+    ['Concat', 'Range', 'Shape']
+    >>> foldable_nodes(load("zoo:mlp"))
+    []
+    """
+    model = graph.model
+    known = {t.name for t in model.graph.initializer}
+    found: list[onnx.NodeProto] = []
+    for node in model.graph.node:  # in topological order, as ONNX keeps them
+        if node.domain not in ("", "ai.onnx") or node.op_type in _NOT_FOLDED:
+            continue
+        computed = node.op_type in ("Shape", "Size") or (
+            bool(node.input) and all(not name or name in known for name in node.input)
+        )
+        if computed or node.op_type == "Constant":
+            known.update(name for name in node.output if name)
+            found.append(node)
+    return found
+
+
+def offer_simplify(graph: ModelGraph, err: LoweringError) -> LoweringError:
+    """``err`` offering :data:`~explorer.lower.relax_import.FIX` (fixed shapes and onnxsim, ``--simplify``)
+    when onnxsim would take away what the compiler failed at: the ONNX nodes it names are computed ahead of
+    time (:func:`foldable_nodes`), or, where it names none (a compiler's crash), the graph has nodes that
+    are; the message says which. A failure with a fix of its own (another opset) keeps it.
+
+    Examples
+    --------
+    >>> from explorer import load
+    >>> graph = load("zoo:yolov8")
+    >>> node = next(n.name for n in foldable_nodes(graph) if n.op_type == "Range")
+    >>> err = LoweringError("failed to legalize", pass_name="phase input", compiler="IREE", onnx_nodes=[node])
+    >>> offered = offer_simplify(graph, err)
+    >>> offered.fix == FIX, "onnxsim computes Range 1 ahead of time" in offered.reason
+    (True, True)
+    >>> offer_simplify(load("zoo:mlp"), err) is err
+    True
+    """
+    if err.fix not in (None, NO_CONVERSION):
+        return err
+    folded = foldable_nodes(graph)
+    named = set(err.onnx_nodes)
+    hit = [n for n in folded if n.name in named] if named else [n for n in folded if n.op_type != "Constant"]
+    if not hit:
+        return err
+    counts = Counter(n.op_type for n in hit).most_common()
+    ops = ", ".join(f"{op} {count}" for op, count in counts[:6]) + (", ..." if len(counts) > 6 else "")
+    where = "" if named else " of this graph"
+    return err.replace(
+        message=f"{err.reason} (onnxsim computes {ops}{where} ahead of time once the input shapes are fixed)",
+        fix=FIX,
+    )
 
 
 def lowering_rewrite(graph: ModelGraph, err: LoweringError) -> tuple[str, tuple] | None:
@@ -176,8 +259,9 @@ def lower_with_fixes(
     fix : bool
         When the import or a lowering pass fails, apply the fixes offered and attempt again:
         every fix the import's retry offers; the rewrite that removes the ONNX nodes a pass
-        failed at (:func:`lowering_rewrite`); fixed shapes and onnxsim for a pass that met a
-        tensor of unknown shape (unless done already).
+        failed at (:func:`lowering_rewrite`); then, whatever the failure, fixed shapes and onnxsim
+        (unless done already): never less than ``simplify``. Without ``fix`` or ``simplify``, a
+        compiler's failure that onnxsim may take away offers it (:func:`offer_simplify`).
     progress : callable, optional
         Called with the words of each fix as it is applied.
 
@@ -226,23 +310,36 @@ def lower_with_fixes(
             if not fix:
                 raise
             result = err.result.fixed(shapes)
-            if not result.ok:
-                raise RelaxImportFailed(result) from None
+            if not result.ok:  # no fix offered helps: onnxsim still may (--fix does what --simplify does)
+                if simplified_already or FIX in result.applied:
+                    raise RelaxImportFailed(result) from None
+                try:
+                    graph, shapes = simplified(graph, shapes)
+                except ExplorerError:  # onnxsim cannot take it: the import's failure is the one to tell
+                    raise RelaxImportFailed(result) from None
+                simplified_already = True
+                note(FIX)
+                continue
             for words in result.applied[len(err.result.applied) :]:
                 note(words)
                 simplified_already = simplified_already or words == FIX
             graph, shapes = result.source, result.input_shapes
         except LoweringError as err:
             if not fix:
-                raise
+                if simplified_already:
+                    raise
+                raise offer_simplify(graph, err) from None
             rewrite = lowering_rewrite(graph, err)
             if rewrite is not None and rewrite[0] not in applied:
                 graph, shapes = fix_graph(graph, rewrite[1], shapes)
                 note(rewrite[0])
                 continue
-            if err.fix != FIX or simplified_already:
+            if simplified_already:
                 raise
-            graph, shapes = simplified(graph, shapes)
+            try:  # whatever failed (IREE's crashes too): --fix never does less than --simplify
+                graph, shapes = simplified(graph, shapes)
+            except ExplorerError:  # onnxsim cannot take it: the compiler's failure is the one to tell
+                raise err from None
             simplified_already = True
             note(FIX)
     return attempt(graph, shapes), tuple(applied)

@@ -324,8 +324,41 @@ def _initializer_shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
     return {t.name: tuple(int(d) for d in t.dims) for t in model.graph.initializer}
 
 
+def _projected_width(
+    name: str, by_output: Mapping[str, onnx.NodeProto], shapes: Mapping[str, tuple[int, ...]]
+) -> int | None:
+    """The width of the projection that computes ``name``: a ``MatMulNBits``'s ``N``, a ``MatMul``'s weight's
+    last dim, or the length of a bias ``Add``'s 1-D initializer (the builder adds Q/K/V biases after the
+    MatMul); through ``Cast`` and ``Identity``. None where the graph does not say."""
+    producer = by_output.get(name)
+    for _ in range(8):  # a short chain: projection, bias, a cast
+        if producer is None:
+            return None
+        if producer.op_type == "MatMulNBits":
+            return _int_attr(producer, "N")
+        if producer.op_type == "MatMul":
+            weight = shapes.get(producer.input[1]) if len(producer.input) > 1 else None
+            return weight[-1] if weight else None
+        if producer.op_type == "Add" and len(producer.input) == 2:
+            bias = [shapes[i] for i in producer.input if i in shapes and len(shapes[i]) == 1]
+            if bias:
+                return bias[0][0]
+            producer = by_output.get(producer.input[0])
+        elif producer.op_type in ("Cast", "Identity") and producer.input:
+            producer = by_output.get(producer.input[0])
+        else:
+            return None
+    return None
+
+
 def _attention_sizes(model: onnx.ModelProto, shapes: Mapping[str, tuple[int, ...]]) -> dict[str, int]:
-    """heads, kv_heads and head_size from the first attention contrib node, where it says them."""
+    """heads, kv_heads and head_size from the first attention contrib node, where it says them.
+
+    The head size comes from the width of the projection feeding the node (packed Q, K and V:
+    ``heads + 2 * kv_heads`` heads wide; Q alone: ``heads``), and only where that is not to be read
+    from its ``scale`` attribute, which the builder sets to ``1/sqrt(head_size)`` for most models but
+    not all (Granite's ``attention_multiplier``, Phi-3's muP scale).
+    """
     found: dict[str, int] = {}
     by_output = {out: node for node in model.graph.node for out in node.output}
     for node in model.graph.node:
@@ -337,12 +370,7 @@ def _attention_sizes(model: onnx.ModelProto, shapes: Mapping[str, tuple[int, ...
         if kv_heads:
             found["kv_heads"] = kv_heads
         packed = len(node.input) < 3 or not node.input[1]  # Q, K and V in one input
-        producer = by_output.get(node.input[0]) if node.input else None
-        width = None
-        if producer is not None and producer.op_type == "MatMulNBits":
-            width = _int_attr(producer, "N")
-        elif producer is not None and producer.op_type == "MatMul" and producer.input[1] in shapes:
-            width = shapes[producer.input[1]][-1]
+        width = _projected_width(node.input[0], by_output, shapes) if node.input else None
         if width and heads:
             parts = heads + 2 * (kv_heads or heads) if packed else heads
             if width % parts == 0:

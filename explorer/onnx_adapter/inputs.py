@@ -146,11 +146,13 @@ def concrete_input_shapes(
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     sequence: int = 32,
     past: int = 32,
+    spec: DecoderSpec | None = None,
 ) -> dict[str, list[int]]:
     """Every graph input's concrete shape (initializers excluded), by :func:`input_shape`'s rule.
 
     Symbols are sized once for all inputs (:func:`symbol_sizes`); ``sequence`` and ``past``
-    size a decoder's call.
+    size a decoder's call. ``spec``: the decoder's, when already read (with the model's file:
+    its ``genai_config.json`` says the head size where the graph leaves it symbolic).
 
     Examples
     --------
@@ -163,7 +165,7 @@ def concrete_input_shapes(
     ([1, 1], [1, 8], [1, 2, 7, 8])
     """
     given = input_shapes or {}
-    symbols = symbol_sizes(model, given, sequence, past)
+    symbols = symbol_sizes(model, given, sequence, past, spec=spec)
     return {
         value.name: list(input_shape(shape_from_type(value.type)[0], given.get(value.name), symbols))
         for value in _declared_inputs(model)
@@ -212,12 +214,13 @@ def random_feeds(
     seed: int = 0,
     sequence: int = 32,
     past: int = 32,
+    spec: DecoderSpec | None = None,
 ) -> dict[str, np.ndarray]:
     """Random inputs for every graph input of ``model`` (initializers excluded), reproducible by ``seed``.
 
     Shapes follow :func:`concrete_input_shapes`. A decoder LLM's inputs are one call's: token
     ids below its vocabulary, an attention mask of ones, positions counting on from the past,
-    a random KV cache.
+    a random KV cache (``spec``: the decoder's, when already read).
 
     Examples
     --------
@@ -228,7 +231,7 @@ def random_feeds(
     >>> feeds["attention_mask"].tolist(), feeds["input_ids"].shape
     ([[1, 1, 1, 1, 1]], (1, 2))
     """
-    spec = decoder_spec(model)
+    spec = spec if spec is not None else decoder_spec(model)
     given = input_shapes or {}
     symbols = symbol_sizes(model, given, sequence, past, spec=spec)
     rng = np.random.default_rng(seed)

@@ -46,6 +46,7 @@ from explorer.onnx_adapter.weights import (
     FileStamp,
     check_declared_sizes,
     check_external_data,
+    check_stored_sizes,
     external_tensors,
     in_model_file,
     read_model_lazily,
@@ -261,8 +262,9 @@ def read_model(
         The path is missing, or is a folder, a FIFO, a device or a socket (checked before
         anything opens it: :func:`explorer.isolation.io.check_model_file`).
     ModelLoadError
-        Or another of its subclasses: the bytes are not a model, or a tensor declares more
-        values than the file (or the bytes given) could hold.
+        Or another of its subclasses: the bytes are not a model, a tensor declares more
+        values than the file (or the bytes given) could hold, or holds more or fewer values than
+        its shape needs (:func:`~explorer.onnx_adapter.weights.check_stored_sizes`).
 
     Examples
     --------
@@ -281,11 +283,14 @@ def read_model(
     if isinstance(source, ModelProto):
         model = ModelProto()
         model.CopyFrom(source)
-        return model, _in_memory_label(model, "<ModelProto>"), None
+        label = _in_memory_label(model, "<ModelProto>")
+        check_stored_sizes(model, label)
+        return model, label, None
     if isinstance(source, (bytes, bytearray, memoryview)):
         model = _parse(bytes(source), "<bytes>")
         label = _in_memory_label(model, "<bytes>")
         check_declared_sizes(model, len(source), label)
+        check_stored_sizes(model, label)
         return model, label, None
     if isinstance(source, str) and source.startswith(ZOO_PREFIX):
         from explorer import zoo
@@ -308,6 +313,7 @@ def read_model(
         if model is None:
             model = _parse(_read_file(path), str(path))
         check_declared_sizes(model, size, str(path))  # before anything trusts a shape the file cannot hold
+        check_stored_sizes(model, str(path))  # values their shape disagrees with: ORT refuses, others misread
         return model, str(path), path.resolve().parent
     if _is_torch_module(source):
         return _export_torch(source, example_inputs), f"<torch {type(source).__name__}>", None

@@ -55,6 +55,7 @@ __all__ = [
     "external_span",
     "check_external_data",
     "check_declared_sizes",
+    "check_stored_sizes",
     "read_span",
     "tensor_array",
     "tensor_digest",
@@ -364,6 +365,123 @@ def check_declared_sizes(model: ModelProto, source_bytes: int, label: str = "<mo
             f"{format_bytes(source_bytes)}: its values cannot be in it (a corrupt or hand-edited model)",
             path=label,
         )
+
+
+_FIELD_OF_TYPE: dict[int, tuple[str, int]] = {
+    **{
+        getattr(TensorProto, name): ("int32_data", 1)
+        for name in (
+            "UINT8",
+            "INT8",
+            "UINT16",
+            "INT16",
+            "INT32",
+            "BOOL",
+            "FLOAT16",
+            "BFLOAT16",
+            "FLOAT8E4M3FN",
+            "FLOAT8E4M3FNUZ",
+            "FLOAT8E5M2",
+            "FLOAT8E5M2FNUZ",
+            "FLOAT8E8M0",
+        )
+        if hasattr(TensorProto, name)
+    },
+    **{t: ("int32_data", 2) for t in (TensorProto.UINT4, TensorProto.INT4, TensorProto.FLOAT4E2M1)},
+    TensorProto.FLOAT: ("float_data", -1),
+    TensorProto.COMPLEX64: ("float_data", -2),
+    TensorProto.DOUBLE: ("double_data", -1),
+    TensorProto.COMPLEX128: ("double_data", -2),
+    TensorProto.INT64: ("int64_data", -1),
+    TensorProto.UINT32: ("uint64_data", -1),
+    TensorProto.UINT64: ("uint64_data", -1),
+    TensorProto.STRING: ("string_data", -1),
+}
+"""Element type -> the typed field that holds its values, and how: ``-k`` for ``k`` entries per value,
+``k`` for ``k`` values packed into one entry (4-bit types: two per ``int32_data`` entry), as ONNX and
+ONNX Runtime read them."""
+
+
+def _stored_mismatch(tensor: TensorProto) -> str | None:
+    """How a tensor's values in the proto disagree with its dims and type, in words; None when they agree
+    (or when there is nothing to compare: no values, a negative dim, an element type not known here)."""
+    dims = tuple(int(d) for d in tensor.dims)
+    if any(d < 0 for d in dims) or not (_has_values(tensor) or len(tensor.string_data)):
+        return None
+    count = math.prod(dims)
+    if tensor.HasField("raw_data"):  # ONNX Runtime reads raw_data first, whatever else is set
+        expected = shape_bytes(dims, tensor.data_type)
+        if tensor.data_type == TensorProto.STRING or (not expected and count):
+            return None
+        stored = len(tensor.raw_data)
+        if stored == expected:
+            return None
+        return f"holds {stored:,} bytes of values (raw_data) but {{shape}} needs {expected:,}"
+    field, per = _FIELD_OF_TYPE.get(tensor.data_type, ("", 0))
+    if not field:
+        return None
+    stored = len(getattr(tensor, field))
+    expected = count * -per if per < 0 else math.ceil(count / per)
+    if stored == expected:
+        return None
+    return f"holds {stored:,} values in {field} but {{shape}} needs {expected:,}"
+
+
+def check_stored_sizes(model: ModelProto, label: str = "<model>") -> None:
+    """Refuse a tensor whose values in the proto are more or fewer than its dims and type call for.
+
+    ONNX Runtime refuses such a model when it makes a session (``raw_data size (12 bytes) does not match
+    expected size``); other runtimes read past the values, drop some, or fail on a reshape. Each
+    initializer and tensor attribute held in the proto (of every graph and function) is checked:
+    ``raw_data``'s length against the bytes the shape needs, or the count of the typed field
+    (``float_data``, ``int32_data``, ...) against the values it needs. External tensors are checked
+    against their files by :func:`external_span`; tensors without values (stripped) pass.
+
+    Parameters
+    ----------
+    model : onnx.ModelProto
+        The model as read.
+    label : str
+        The model's name in error messages.
+
+    Raises
+    ------
+    InvalidModelError
+        Naming the tensor, what it holds, and what its shape and type need.
+
+    Examples
+    --------
+    >>> from onnx import helper
+    >>> w = TensorProto(name="W", data_type=TensorProto.FLOAT, dims=[4], raw_data=bytes(12))
+    >>> model = helper.make_model(helper.make_graph([], "g", [], [], initializer=[w]))
+    >>> try:
+    ...     check_stored_sizes(model, "m.onnx")
+    ... except InvalidModelError as err:
+    ...     print(err)  # doctest: +NORMALIZE_WHITESPACE
+    m.onnx: tensor 'W' holds 12 bytes of values (raw_data) but its shape [4] of float32 needs 16: a corrupt
+    or hand-edited model (re-export it, or make the tensor's dims match its values)
+    >>> check_stored_sizes(helper.make_model(helper.make_graph([], "g", [], [])), "m.onnx")
+    """
+    for tensor in _held_tensors(model):
+        why = _stored_mismatch(tensor)
+        if why is None:
+            continue
+        shape = f"its shape {[int(d) for d in tensor.dims]} of {_dtype_words(tensor.data_type)}"
+        raise InvalidModelError(
+            f"tensor {tensor.name!r} {why.format(shape=shape)}: a corrupt or hand-edited model (re-export "
+            "it, or make the tensor's dims match its values)",
+            path=label,
+        )
+
+
+def _dtype_words(data_type: int) -> str:
+    """numpy's name of an ONNX element type (``bfloat16`` for bfloat16), or ``type N``."""
+    if data_type == TensorProto.BFLOAT16:
+        return "bfloat16"
+    try:
+        return onnx.helper.tensor_dtype_to_np_dtype(data_type).name
+    except (KeyError, TypeError, ValueError):
+        return f"type {data_type}"
 
 
 def read_span(span: ExternalSpan) -> bytes:

@@ -36,6 +36,7 @@ import onnx
 from onnx import helper
 
 from explorer.onnx_adapter.files import save_model
+from explorer.passes.step_failures import StepCrashed, crash_site, step_traceback
 
 __all__ = ["MODEL_TYPES", "GPU_ONLY_FUSIONS", "model_types", "ort_transformers_step"]
 
@@ -282,15 +283,18 @@ def ort_transformers_step(
     ]
     with _collected() as collected, tempfile.TemporaryDirectory(prefix="onnx-explorer-ort-") as folder:
         source = _onnxruntime_level(path, level, folder) if level else path
-        optimizer = optimize_model(  # its ONNX Runtime level is done above (level 0: none here)
-            source,
-            model_type=model_type,
-            num_heads=int(num_heads),
-            hidden_size=int(hidden_size),
-            optimization_options=options,
-            opt_level=0,
-            use_gpu=False,
-        )
+        try:
+            optimizer = optimize_model(  # its ONNX Runtime level is done above (level 0: none here)
+                source,
+                model_type=model_type,
+                num_heads=int(num_heads),
+                hidden_size=int(hidden_size),
+                optimization_options=options,
+                opt_level=0,
+                use_gpu=False,
+            )
+        except Exception as err:  # the optimizer's own bug on this graph: where, why, and what to try
+            raise _crashed(err, source, model_type, num_heads, hidden_size) from err
     if switched_off:
         log.append("CUDA-only fusions left off (gpu_fusions=True keeps them): " + ", ".join(switched_off))
     log += collected.lines
@@ -304,3 +308,49 @@ def ort_transformers_step(
     log += _without_cpu_kernel(optimizer.model)
     save_model(optimizer.model, out_path)
     return log
+
+
+def _crashed(err: Exception, source: str, model_type: str, num_heads: int, hidden_size: int) -> StepCrashed:
+    """The optimizer's crash in words: where in ``onnxruntime.transformers`` (the innermost frame there),
+    the exception, why where it is known, and what to try instead.
+
+    Examples
+    --------
+    >>> crashed = _crashed(IndexError("list index out of range"), "m.onnx", "gpt2", 12, 768)
+    >>> print(str(crashed).split("; ")[0])
+    ONNX Runtime's transformer optimizer (model type 'gpt2') crashed: IndexError: list index out of range
+    >>> "ort-transformers:bert(num_heads=12,hidden_size=768)" in str(crashed)
+    True
+    """
+    site = crash_site(step_traceback(err), within="onnxruntime.transformers")
+    where = f" in {site.words()}" if site is not None else ""
+    what = f"{type(err).__name__}: {' '.join(str(err).split())}".rstrip(": ")
+    params = f"(num_heads={num_heads},hidden_size={hidden_size})" if num_heads or hidden_size else ""
+    tries = [] if model_type == "bert" else [f"model type 'bert' (ort-transformers:bert{params})"]
+    tries += [
+        "ONNX Runtime's own fusions (ort:extended, or onnxscript:ort_fusions)",
+        "a legacy export (torch.onnx.export(..., dynamo=False)), the graphs the optimizer's patterns were "
+        "written for, where the model exports that way",
+    ]
+    return StepCrashed(
+        f"ONNX Runtime's transformer optimizer (model type {model_type!r}) crashed{where}: {what}"
+        f"{_crash_cause(site, err, source)}; instead try {', or '.join(tries)}"
+    )
+
+
+def _crash_cause(site: Any, err: Exception, source: str) -> str:
+    """Why the optimizer crashed, in words, where the crash is one it is known to make (else ``""``)."""
+    if site is None or (site.file, site.function) != ("onnx_model_gpt2.py", "postprocess"):
+        return ""
+    try:
+        gemms = [n for n in onnx.load(source, load_external_data=False).graph.node if n.op_type == "Gemm"]
+    except Exception:  # the model was read once already; a cause is only a help
+        return ""
+    unbiased = sum(len(n.input) < 3 or not n.input[2] for n in gemms)
+    if not isinstance(err, IndexError) or not unbiased:
+        return ""
+    return (
+        f" (GPT-2's postprocess rewrites each Gemm after a LayerNormalization or FastGelu into MatMul + Add "
+        f"of the Gemm's bias, input C, and {unbiased} of the model's {len(gemms)} Gemm nodes have none: a "
+        "bias of zeros, which the exporter leaves out)"
+    )

@@ -39,6 +39,7 @@ from explorer.onnx_adapter.load import load
 from explorer.onnx_adapter.model_files import own_folder
 from explorer.passes.base import FunctionPass, Pass, PassResult
 from explorer.passes.registry import PipelineItem, parse_pipeline
+from explorer.passes.step_failures import StepCrashed, crash_site, step_traceback
 from explorer.passes.verification import OutputCheck, OutputCheckObserver
 
 __all__ = ["run_pipeline"]
@@ -108,7 +109,9 @@ def run_pipeline(
         outcome = _run_step(pass_, current, stop_on_error, f"{graph.source} after {pass_.name}")
         if isinstance(outcome, _Failed):  # the pass failed, or its model does not load
             last, why = snapshots[-1], outcome.error
-            failed = Snapshot.unchanged(step, pass_, current, last, outcome.log, last.max_abs_diff, why)
+            failed = Snapshot.unchanged(
+                step, pass_, current, last, outcome.log, last.max_abs_diff, why, traceback=outcome.traceback
+            )
             snapshots.append(watch.after_step(failed))
             continue
         result, candidate = outcome
@@ -155,6 +158,7 @@ def _passes(pipeline: str | Iterable[PipelineItem | Pass], input_shapes: Any) ->
 class _Failed(NamedTuple):
     error: str
     log: tuple[str, ...] = ()
+    traceback: str | None = None
 
 
 def _run_step(
@@ -175,8 +179,7 @@ def _run_step(
     except Exception as err:  # any pass failure is recorded on its step (KeyboardInterrupt is not caught)
         if stop_on_error:
             raise
-        text = str(err).strip()
-        return _Failed(f"{type(err).__name__}: {text.splitlines()[0] if text else ''}"[:500])
+        return _Failed(_failure_words(err), traceback=step_traceback(err))
     if not result.modified:
         _discard(result)
         return result, None
@@ -187,6 +190,17 @@ def _run_step(
         if stop_on_error:
             raise
         return _Failed(f"the pass produced a model that does not load: {err}", result.log)
+
+
+def _failure_words(err: Exception) -> str:
+    """A step's failure on one line: a crash the step worded itself (:class:`StepCrashed`) as it is; else
+    the exception, and where in a library it was raised (the innermost frame in an installed package)."""
+    if isinstance(err, StepCrashed):
+        return " ".join(str(err).split())[:1500]
+    text = str(err).strip()
+    words = f"{type(err).__name__}: {text.splitlines()[0] if text else ''}"[:500]
+    site = None if isinstance(err, ExplorerError) else crash_site(step_traceback(err))
+    return f"{words} (raised in {site.library}: {site.words()})" if site is not None else words
 
 
 def _same_graph(step_diff: GraphDiff) -> bool:

@@ -45,7 +45,7 @@ from explorer.runtimes.generation import (
     generation_benchmark,
 )
 from explorer.runtimes.ort import run_onnxruntime
-from explorer.runtimes.ort_runtime import OrtRuntime
+from explorer.runtimes.ort_runtime import OrtRuntime, run_refused
 from explorer.runtimes.tvm_runtime import TvmRuntime
 
 if TYPE_CHECKING:
@@ -424,13 +424,17 @@ def bench(
     [True, True]
     """
     onnx_model(graph, "bench")
+    chosen = [get_runtime(r) if isinstance(r, str) else r for r in runtimes]
+    for runtime in chosen:  # a user's mistake in a TVM target: refused before any runtime runs
+        if isinstance(runtime, TvmRuntime):
+            runtime.check_target()
     spec = decoder_spec(graph.model, graph.model_path) if feeds is None and generation is not False else None
     if generation and spec is None:
         raise UsageError(f"{graph.source} is no decoder LLM: there is no generation to time")
     if spec is not None and (generation or not input_shapes):
         return _generation_report(
             graph,
-            runtimes,
+            chosen,
             spec,
             prompt_tokens,
             context,
@@ -439,10 +443,10 @@ def bench(
             progress=progress,
             fixes=(fix, simplify),
         )
-    shapes = {k: list(v) for k, v in concrete_input_shapes(graph.model, input_shapes).items()}
+    one_call = spec if spec is not None else decoder_spec(graph.model, graph.model_path)  # its config's sizes
+    shapes = {k: list(v) for k, v in concrete_input_shapes(graph.model, input_shapes, spec=one_call).items()}
     given = feeds is not None
     inputs = dict(feeds) if given else random_feeds(graph.model, shapes, seed=seed)
-    chosen = [get_runtime(r) if isinstance(r, str) else r for r in runtimes]
     skipped = tuple((r.name, _why_not(r)) for r in chosen if not r.available())
     whole = tuple(  # a runtime that only ever runs a whole generation (onnxruntime-genai)
         (r.name, "it times a decoder LLM's generation, not one call")
@@ -461,14 +465,20 @@ def bench(
                 progress(label, event)
 
         session: PreparedSession = runtime.prepare(graph, shapes, progress=forward)
-        timed = session.time(
-            inputs,
-            warmup=warmup,
-            min_runs=min_runs,
-            min_seconds=min_seconds,
-            max_seconds=max_seconds,
-            progress=forward,
-        )
+        try:
+            timed = session.time(
+                inputs,
+                warmup=warmup,
+                min_runs=min_runs,
+                min_seconds=min_seconds,
+                max_seconds=max_seconds,
+                progress=forward,
+            )
+        except Exception as err:  # a contrib op refusing the inputs' shapes (GroupQueryAttention): typed
+            refused = run_refused(err, graph, runtime.label, shapes, given=bool(input_shapes) or given)
+            if refused is None or not isinstance(runtime, OrtRuntime):
+                raise
+            raise refused from None
         outputs = list(timed["outputs"])
         if reference is None:
             reference = outputs

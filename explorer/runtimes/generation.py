@@ -44,7 +44,7 @@ from explorer.isolation import worker
 from explorer.onnx_adapter.decoder import DecoderSpec, decoder_spec
 from explorer.onnx_adapter.inputs import concrete_input_shapes, random_feeds
 from explorer.runtimes.machine import measure_peak
-from explorer.runtimes.sessions import _get
+from explorer.runtimes.sessions import _get, ort_node_failure
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -250,8 +250,8 @@ def generation_plan(
         raise UsageError(f"the prompt ({prompt_tokens} tokens) must be shorter than the context ({context})")
     if decode_steps >= context:
         raise UsageError(f"{decode_steps} decode steps do not fit a context of {context} tokens")
-    prefill = concrete_input_shapes(graph.model, sequence=prompt_tokens, past=0)
-    decode = concrete_input_shapes(graph.model, sequence=1, past=context - 1 - decode_steps)
+    prefill = concrete_input_shapes(graph.model, sequence=prompt_tokens, past=0, spec=spec)
+    decode = concrete_input_shapes(graph.model, sequence=1, past=context - 1 - decode_steps, spec=spec)
     return spec, prefill, decode
 
 
@@ -420,8 +420,10 @@ def generation_benchmark(
         graph, prompt_tokens, context, decode_steps=decode_steps
     )
     cached = decode_shapes[spec.past_inputs[0][0]][2]
-    prefill_feeds = random_feeds(graph.model, prefill_shapes, seed=seed, sequence=prompt_tokens, past=0)
-    decode_feeds = random_feeds(graph.model, decode_shapes, seed=seed + 1, sequence=1, past=cached)
+    prefill_feeds = random_feeds(
+        graph.model, prefill_shapes, seed=seed, sequence=prompt_tokens, past=0, spec=spec
+    )
+    decode_feeds = random_feeds(graph.model, decode_shapes, seed=seed + 1, sequence=1, past=cached, spec=spec)
     own_loop = getattr(runtime, "generate", None)  # a runtime with a generation loop of its own
     try:
         if own_loop is not None:
@@ -446,9 +448,17 @@ def generation_benchmark(
         raise
     except Exception as err:  # the runtime refused the model's inputs: the user's model, not a bug
         reason = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
+        failure = ort_node_failure(str(err))  # ONNX Runtime's words for a node (GroupQueryAttention's checks)
+        if failure is not None:
+            reason = (
+                f"{failure['op_type']} (node {failure['node']!r}) refused the inputs made for it: "
+                f"{failure['status']}; time one call at shapes you give (--single-call --input-shape ...), "
+                "or another runtime"
+            )
         raise RuntimeUnsupportedError(
             f"a prompt of {prompt_tokens} tokens, then decode from a cache of {cached}, failed: {reason}",
             runtime=runtime.label,
+            op_type=failure["op_type"] if failure else None,
             path=graph.source,
         ) from None
     prefill_median = float(np.median(result["prefill_ms"]))
@@ -582,8 +592,10 @@ def generation_profiles(
     )
     cached = decode_shapes[spec.past_inputs[0][0]][2]
     feeds = {
-        "prefill": random_feeds(graph.model, prefill_shapes, seed=seed, sequence=prompt_tokens, past=0),
-        "decode": random_feeds(graph.model, decode_shapes, seed=seed + 1, sequence=1, past=cached),
+        "prefill": random_feeds(
+            graph.model, prefill_shapes, seed=seed, sequence=prompt_tokens, past=0, spec=spec
+        ),
+        "decode": random_feeds(graph.model, decode_shapes, seed=seed + 1, sequence=1, past=cached, spec=spec),
     }
     shapes = {"prefill": prefill_shapes, "decode": decode_shapes}
     found: dict[str, Profile] = {}

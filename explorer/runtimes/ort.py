@@ -115,6 +115,7 @@ def ort_session(
     *,
     threads: int = 0,
     profile_prefix: str | None = None,
+    config: Mapping[str, str] | None = None,
 ) -> Any:
     """An ONNX Runtime ``InferenceSession`` for a model file (call it in the worker).
 
@@ -132,6 +133,8 @@ def ort_session(
         Intra-op threads (0: ONNX Runtime's default, one per physical core).
     profile_prefix : str, optional
         Turn ONNX Runtime's profiler on, writing its JSON trace with this prefix.
+    config : mapping, optional
+        Session config entries (``{"session.disable_cpu_ep_fallback": "1"}``).
 
     Examples
     --------
@@ -149,6 +152,8 @@ def ort_session(
     options = ort.SessionOptions()
     options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, ORT_LEVELS[optimization_level])
     options.intra_op_num_threads = int(threads)  # 0: ONNX Runtime's default (one per physical core)
+    for key, value in (config or {}).items():
+        options.add_session_config_entry(key, value)
     if profile_prefix is not None:
         options.enable_profiling = True
         options.profile_file_prefix = profile_prefix

@@ -46,6 +46,8 @@ __all__ = [
     "SessionGone",
     "prepare_ort",
     "ort_refusal",
+    "ort_bad_tensor",
+    "ort_node_failure",
     "prepare_tvm",
     "prepare_torch",
     "prepare_iree",
@@ -118,14 +120,17 @@ def prepare_ort(path: str, key: str, options: Mapping[str, Any]) -> dict[str, An
 
     ``options``: ``provider`` (default ``CPUExecutionProvider``), ``optimization`` (a level
     of :data:`explorer.runtimes.ort.ORT_LEVELS`, default ``all``), ``threads`` (intra-op, 0 =
-    ONNX Runtime's default).
+    ONNX Runtime's default), ``strict_placement`` (``session.disable_cpu_ep_fallback`` for a
+    provider other than the CPU's).
 
     Returns
     -------
     dict
         ``{"runtime": "ort", "prepare_s", "providers", "threads", "version", "reused"}``, or
         ONNX Runtime's refusal of the model (``{"ok": False, "runtime": "ort", "version",
-        "provider", ...}`` with what :func:`ort_refusal` read from its message).
+        "provider", ...}`` with what :func:`ort_refusal` read from its message), or of a tensor
+        whose stored values disagree with its shape (``{"ok": False, "runtime": "ort", "version",
+        "bad_tensor"}``, :func:`ort_bad_tensor`).
 
     Examples
     --------
@@ -147,10 +152,20 @@ def prepare_ort(path: str, key: str, options: Mapping[str, Any]) -> dict[str, An
     provider = str(options.get("provider", "CPUExecutionProvider"))
     threads = int(options.get("threads", 0) or 0)
     started = time.perf_counter()
+    strict = bool(options.get("strict_placement")) and provider != "CPUExecutionProvider"
+    config = {"session.disable_cpu_ep_fallback": "1"} if strict else None  # the CPU's own: a conflict
     try:
-        session = ort_session(path, [provider], str(options.get("optimization", "all")), threads=threads)
+        session = ort_session(
+            path, [provider], str(options.get("optimization", "all")), threads=threads, config=config
+        )
     except Exception as err:  # the model's fault (no kernel, unknown op, a type) comes back as data
+        bad_tensor = ort_bad_tensor(str(err))
+        if bad_tensor is not None:  # a corrupt model file: the caller raises InvalidModelError (exit 2)
+            return {"ok": False, "runtime": "ort", "version": ort.__version__, "bad_tensor": bad_tensor}
         refusal = ort_refusal(str(err), provider)
+        if strict and "fallback to CPU EP has been explicitly disabled" in str(err):
+            reason = f"some nodes would fall back to the CPU provider, and {provider} was asked for strictly "
+            refusal = _refusal(None, None, None, "", reason + "(session.disable_cpu_ep_fallback=1)")
         if refusal is None:
             raise  # anything else is not the model's: it stays what it is
         return {"ok": False, "runtime": "ort", "version": ort.__version__, "provider": provider, **refusal}
@@ -379,6 +394,89 @@ _NEW_OPSET = re.compile(
     re.S,
 )
 _NO_LOCALE = re.compile(r"Failed to construct locale with name:([^:]+):")
+_BAD_EMBEDDED = re.compile(
+    r"Initializer '([^']*)': (raw_data size|data field count|string_data count) \((\d+)(?: bytes)?\) "
+    r"does not match expected (?:size|count) from shape[\w ]*\((\d+)(?: bytes)?\)"
+)
+_BAD_EXTERNAL_LENGTH = re.compile(
+    r"TensorProto: (\S+) external data size mismatch\. Computed size: (\d+), external_data\.length: (\d+)"
+)
+_EXTERNAL_PAST_END = re.compile(
+    r"External initializer: (\S+) offset: (\d+) size to read: (\d+) given file_length: (\d+) are out of "
+    r"bounds"
+)
+
+
+_NODE_FAILURE = re.compile(
+    r"Non-zero status code returned while running (\w+) node\. Name:'([^']*)' Status Message: (.*)", re.S
+)
+
+
+def ort_node_failure(message: str) -> dict[str, str] | None:
+    """The node ONNX Runtime's error ``message`` says failed while running, and why:
+    ``{"op_type", "node", "status"}`` (``status``: the kernel's own words, on one line); None when the
+    message is about anything else.
+
+    Examples
+    --------
+    >>> failure = ort_node_failure(
+    ...     "[ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running "
+    ...     "GroupQueryAttention node. Name:'/attn/GQA' Status Message: cos_cache dimension 0 shall not "
+    ...     "be less than total_sequence_length."
+    ... )
+    >>> failure["op_type"], failure["node"], failure["status"]
+    ('GroupQueryAttention', '/attn/GQA', 'cos_cache dimension 0 shall not be less than total_sequence_length')
+    >>> ort_node_failure("std::bad_alloc") is None
+    True
+    """
+    match = _NODE_FAILURE.search(message)
+    if match is None:
+        return None
+    op_type, node, status = match.groups()
+    return {"op_type": op_type, "node": node, "status": " ".join(status.split()).rstrip(".")}
+
+
+def ort_bad_tensor(message: str) -> str | None:
+    """What ONNX Runtime's error ``message`` says is wrong with a tensor of the model file, in words
+    (the tensor, what it holds, what its shape needs); None when the message is about anything else.
+
+    ONNX Runtime checks every initializer's stored values against its shape when it makes a
+    session, and reports a mismatch as a bare ``FAIL`` (``[ONNXRuntimeError] : 1 : FAIL : ...``):
+    ``raw_data`` of the wrong length, a typed field (``float_data``, ...) with the wrong count, an
+    external length that is not the shape's, an external range past the end of its file.
+
+    Examples
+    --------
+    >>> ort_bad_tensor("[ONNXRuntimeError] : 1 : FAIL : tensorprotoutils.cc:1730 ValidateEmbeddedTensorProto"
+    ...                "DataSizeAndShape Initializer 'W': raw_data size (12 bytes) does not match expected "
+    ...                "size from shape and data type (16 bytes)")
+    "tensor 'W' holds 12 bytes of values (raw_data) but its shape and type need 16"
+    >>> ort_bad_tensor("TensorProto: W external data size mismatch. Computed size: 16, "
+    ...                "external_data.length: 8")
+    "tensor 'W' stores 8 bytes of external data but its shape and type need 16"
+    >>> ort_bad_tensor("std::bad_alloc") is None
+    True
+    """
+    if match := _BAD_EMBEDDED.search(message):
+        name, field, stored, expected = match.groups()
+        what = {
+            "raw_data size": f"{stored} bytes of values (raw_data)",
+            "data field count": f"{stored} values in its typed data field",
+            "string_data count": f"{stored} strings (string_data)",
+        }[field]
+        return f"tensor {name!r} holds {what} but its shape and type need {expected}"
+    if match := _BAD_EXTERNAL_LENGTH.search(message):
+        name, expected, stored = match.groups()
+        return (
+            f"tensor {name!r} stores {stored} bytes of external data but its shape and type need {expected}"
+        )
+    if match := _EXTERNAL_PAST_END.search(message):
+        name, offset, length, size = match.groups()
+        return (
+            f"external data of tensor {name!r}: offset {int(offset):,} + length {int(length):,} bytes points "
+            f"past the end of the {int(size):,}-byte file"
+        )
+    return None
 
 
 def ort_refusal(message: str, provider: str = "CPUExecutionProvider") -> dict[str, Any] | None:

@@ -28,6 +28,8 @@ __all__ = [
     "external_data_past_eof",
     "external_data_huge_length",
     "declared_shape_past_file",
+    "stored_values_mismatch",
+    "external_data_wrong_length",
 ]
 
 OPSET = 17
@@ -301,3 +303,30 @@ def declared_shape_past_file(where: str = "initializer") -> onnx.ModelProto:
         nodes.insert(0, helper.make_node("Constant", [], ["W"], value=weight))
         initializers = []
     return _model(helper.make_graph(nodes, "declared_shape_past_file", [x], [y], initializer=initializers))
+
+
+def stored_values_mismatch(where: str = "raw_data") -> onnx.ModelProto:
+    """``x + W`` where W declares float ``[4]`` but holds three values (ONNX Runtime refuses it with a bare
+    ``FAIL``; other runtimes misread it).
+
+    ``where``: ``"raw_data"`` (12 bytes), ``"float_data"`` (three floats) or ``"constant"`` (W is a
+    ``Constant`` node's value, 12 bytes of ``raw_data``).
+    """
+    weight = TensorProto(name="W", data_type=TensorProto.FLOAT, dims=[4])
+    if where == "float_data":
+        weight.float_data.extend([1.0, 2.0, 3.0])
+    else:
+        weight.raw_data = np.arange(3, dtype=np.float32).tobytes()
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])
+    nodes = [helper.make_node("Add", ["x", "W"], ["y"])]
+    initializers = [weight]
+    if where == "constant":
+        nodes.insert(0, helper.make_node("Constant", [], ["W"], value=weight))
+        initializers = []
+    return _model(helper.make_graph(nodes, "stored_values_mismatch", [x], [y], initializer=initializers))
+
+
+def external_data_wrong_length(folder: Path) -> Path:
+    """Write a model whose external tensor (float [4]) says it stores 8 bytes of its 16-byte data file."""
+    return _external_model(folder, "wrong_length", offset=0, length=8)

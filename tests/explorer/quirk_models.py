@@ -18,6 +18,9 @@ to build in milliseconds, with one quirk seen in models from the wild:
   ``If``'s branches and the main graph, and nodes with empty names.
 * :func:`stale_value_info`: ``value_info`` that contradicts inference (left behind
   after a graph edit changed a stride): a wrong spatial size and a wrong rank.
+* :func:`biased_gqa_decoder`: a decoder LLM in onnxruntime-genai's builder style (``GroupQueryAttention``,
+  a symbolic ``kv_cache_dim``) whose attention ``scale`` is not ``1/sqrt(head_size)`` (Granite's
+  ``attention_multiplier``) and whose packed Q/K/V projection has a bias ``Add``. Not in :data:`QUIRKS`.
 
 :data:`QUIRKS` maps a name to ``(builder, input name, shape to fix)``.
 """
@@ -34,6 +37,7 @@ from tests.explorer import third_party_models as tpm
 
 __all__ = [
     "QUIRKS",
+    "biased_gqa_decoder",
     "initializers_as_inputs",
     "old_opset",
     "paddle_minus_one",
@@ -323,6 +327,74 @@ def stale_value_info(*, channels: int = 4, seed: int = 0) -> onnx.ModelProto:
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 7
+    return model
+
+
+def biased_gqa_decoder(
+    *, scale: float = 1 / 64, vocab: int = 32, context: int = 256, seed: int = 0
+) -> onnx.ModelProto:
+    """One layer of onnxruntime-genai's Llama-family graph, as its builder writes a Granite checkpoint with
+    Q/K/V biases: ``Gather`` embedding, packed QKV ``MatMul`` then a bias ``Add``, the mask subgraph
+    (``seqlens_k``, ``total_sequence_length``), ``com.microsoft::GroupQueryAttention`` (4 heads of 16, 2 KV
+    heads, rotary, ``scale``), a logits ``MatMul``. ``kv_cache_dim`` is symbolic; GroupQueryAttention
+    refuses any value but 16. ONNX Runtime runs it."""
+    rng = np.random.default_rng(seed)
+    hidden, heads, kv_heads, head = 64, 4, 2, 16
+    width = (heads + 2 * kv_heads) * head
+    inputs = [
+        helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch_size", "sequence_length"]),
+        helper.make_tensor_value_info(
+            "attention_mask", TensorProto.INT64, ["batch_size", "total_sequence_length"]
+        ),
+    ]
+    outputs = [
+        helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch_size", "sequence_length", vocab])
+    ]
+    for kind in ("key", "value"):
+        dims = ["batch_size", kv_heads, "past_sequence_length", "kv_cache_dim"]
+        inputs.append(helper.make_tensor_value_info(f"past_key_values.0.{kind}", TensorProto.FLOAT, dims))
+        dims = ["batch_size", kv_heads, "total_sequence_length", "kv_cache_dim"]
+        outputs.append(helper.make_tensor_value_info(f"present.0.{kind}", TensorProto.FLOAT, dims))
+    angles = np.outer(np.arange(context), 1.0 / 10000 ** (np.arange(0, head, 2) / head))
+    initializers = [
+        _tensor("embed_tokens", rng.standard_normal((vocab, hidden)).astype(F32)),
+        _tensor("qkv_proj.weight", (rng.standard_normal((hidden, width)) * 0.1).astype(F32)),
+        _tensor("qkv_proj.bias", (rng.standard_normal(width) * 0.1).astype(F32)),
+        _tensor("lm_head.weight", (rng.standard_normal((hidden, vocab)) * 0.1).astype(F32)),
+        _tensor("cos_cache", np.cos(angles).astype(F32)),
+        _tensor("sin_cache", np.sin(angles).astype(F32)),
+        _tensor("one", np.array(1, np.int64)),
+        _tensor("axis_1", np.array([1], np.int64)),
+        _tensor("index_1", np.array(1, np.int64)),
+    ]
+    nodes = [
+        helper.make_node("Gather", ["embed_tokens", "input_ids"], ["hidden"]),
+        helper.make_node("MatMul", ["hidden", "qkv_proj.weight"], ["qkv_mm"]),
+        helper.make_node("Add", ["qkv_mm", "qkv_proj.bias"], ["qkv"]),
+        helper.make_node("ReduceSum", ["attention_mask", "axis_1"], ["mask_sum"], keepdims=0),
+        helper.make_node("Sub", ["mask_sum", "one"], ["mask_sub"]),
+        helper.make_node("Cast", ["mask_sub"], ["seqlens_k"], to=TensorProto.INT32),
+        helper.make_node("Shape", ["attention_mask"], ["mask_shape"]),
+        helper.make_node("Gather", ["mask_shape", "index_1"], ["total"]),
+        helper.make_node("Cast", ["total"], ["total_sequence_length"], to=TensorProto.INT32),
+        helper.make_node(
+            "GroupQueryAttention",
+            ["qkv", "", "", "past_key_values.0.key", "past_key_values.0.value", "seqlens_k",
+             "total_sequence_length", "cos_cache", "sin_cache"],
+            ["attn", "present.0.key", "present.0.value"],
+            domain="com.microsoft",
+            name="/model/layers.0/attn/GroupQueryAttention",
+            num_heads=heads,
+            kv_num_heads=kv_heads,
+            scale=scale,
+            do_rotary=1,
+        ),
+        helper.make_node("MatMul", ["attn", "lm_head.weight"], ["logits"]),
+    ]  # fmt: skip
+    graph = helper.make_graph(nodes, "biased_gqa_decoder", inputs, outputs, initializer=initializers)
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
+    model = helper.make_model(graph, opset_imports=opsets)
+    model.ir_version = 8
     return model
 
 

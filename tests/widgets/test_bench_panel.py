@@ -89,3 +89,22 @@ def test_a_decoder_shows_its_generation_and_the_time_of_each_call_on_the_graph()
     assert "prefill tok/s" in panel.table.value and "decode tok/s" in panel.table.value
     decode = panel.profiles["ONNX Runtime CPU (all) · decode"].node_ms
     assert any("self_attn" in node for node in decode)  # the attention's nodes carry the decode step's time
+
+
+def test_a_model_whose_values_disagree_with_a_shape_fails_in_the_panel_as_a_typed_error() -> None:
+    """The Runtimes tab's path (BenchPanel -> explorer.runtimes) gives the same InvalidModelError as the CLI,
+    naming the tensor, not ONNX Runtime's bare FAIL (#39)."""
+    from explorer.core.errors import InvalidModelError
+    from explorer.onnx_adapter.graph_builder import build_graph
+    from tests.explorer.bad_models import stored_values_mismatch
+
+    with pytest.raises(InvalidModelError, match="tensor 'W' holds 12 bytes"):
+        BenchPanel(stored_values_mismatch())  # loaded by the panel: refused as the CLI refuses it
+    panel = BenchPanel(
+        build_graph(stored_values_mismatch(), source="short.onnx"), min_runs=1, min_seconds=0.0
+    )
+    panel.runtimes.value = ("ort",)
+    with pytest.raises(InvalidModelError, match=r"short\.onnx: tensor 'W' holds 12 bytes"):
+        panel.run()
+    assert panel.status.value.startswith("<b>failed</b>: InvalidModelError: short.onnx: tensor &#x27;W&#x27;")
+    assert "FAIL" not in panel.status.value and not panel.run_button.disabled

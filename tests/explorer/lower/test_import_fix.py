@@ -101,3 +101,92 @@ def test_an_unknown_pass_is_a_usage_error_listing_the_passes_before_anything_run
     with pytest.raises(RelaxImportFailed):
         relax_pipeline(load("zoo:control_flow"), None, ["LegalizeOps"])
     assert check_passes("zero") == "zero" and check_passes(" FuseOps ,FuseTIR") == ["FuseOps", "FuseTIR"]
+
+
+def _computed_ahead(op: str) -> Any:
+    """``y = x + OP(constant)``: ``Unique`` (IREE's compiler crashes, SIGSEGV) or ``NonZero`` (SIGABRT) on a
+    constant, which onnxsim computes ahead of time, as it does a detector's anchors and shape arithmetic."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    values = np.array([3.0, 1.0, 3.0, 2.0, 1.0, 4.0], np.float32)
+    nodes = [helper.make_node("Unique", ["values"], ["made"], sorted=1, name="unique")]
+    if op == "NonZero":
+        values = np.array([1.0, 0.0, 2.0, 3.0, 0.0, 5.0], np.float32)
+        nodes = [
+            helper.make_node("NonZero", ["values"], ["where"], name="nonzero"),
+            helper.make_node("Cast", ["where"], ["where_f"], to=TensorProto.FLOAT),
+            helper.make_node("Reshape", ["where_f", "four"], ["made"]),
+        ]
+    nodes.append(helper.make_node("Add", ["x", "made"], ["y"]))
+    constants = [numpy_helper.from_array(values, "values"), numpy_helper.from_array(np.array([4]), "four")]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])
+    graph = helper.make_graph(nodes, f"computed_{op.lower()}", [x], [y], initializer=constants)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def test_fix_runs_onnxsim_whatever_the_compilers_failure_never_less_than_simplify() -> None:
+    """A failure with no fix of its own (a compiler's crash, an op with no conversion) ended --fix at once,
+    where --simplify lowered the model (#39): fixed shapes and onnxsim are the last fix --fix tries."""
+    tried: list[str] = []
+
+    def attempt(graph: Any, shapes: Any) -> str:
+        tried.append(graph.source)
+        if "onnxsim" not in graph.source:
+            raise LoweringError("iree-compile crashed with signal 11 SIGSEGV", pass_name="phase input")
+        return "lowered"
+
+    graph = load(_computed_ahead("Unique"))
+    assert lower_with_fixes(graph, {"x": [1, 4]}, attempt, fix=True) == ("lowered", (FIX,))
+    assert tried == ["computed_unique", "computed_unique after onnxsim"]
+    with pytest.raises(LoweringError) as offered:  # without a flag: the failure offers onnxsim
+        lower_with_fixes(graph, {"x": [1, 4]}, attempt)
+    assert offered.value.fix == FIX and "onnxsim computes Unique 1 of this graph ahead" in str(offered.value)
+
+    sources: list[str] = []
+
+    def always(graph: Any, shapes: Any) -> str:
+        sources.append(graph.source)
+        raise LoweringError("no conversion", pass_name="phase input", fix="export the model at opset 17")
+
+    with pytest.raises(LoweringError) as kept:  # onnxsim tried and did not help: the compiler's failure
+        lower_with_fixes(graph, {"x": [1, 4]}, always, fix=True)
+    assert sources == ["computed_unique", "computed_unique after onnxsim"]
+    assert kept.value.fix == "export the model at opset 17"
+    with pytest.raises(LoweringError) as own:  # a fix of its own is kept when no flag is given
+        lower_with_fixes(graph, {"x": [1, 4]}, always)
+    assert own.value.fix == "export the model at opset 17"
+
+
+@pytest.mark.parametrize("op", ["Unique", "NonZero"])
+def test_iree_lower_and_bench_with_fix_do_what_simplify_does_and_the_failure_offers_it(
+    op: str, tmp_path: Path
+) -> None:
+    """`lower --compiler iree --fix` and `bench --runtime iree --fix` exited 3 in seconds where --simplify
+    worked, and the error did not offer --simplify (#39)."""
+    pytest.importorskip("iree.compiler")
+    import onnx
+
+    path = tmp_path / f"{op.lower()}.onnx"
+    onnx.save(_computed_ahead(op), path)
+    shape = ("--input-shape", "x=1,4")
+    failed = run_cli("lower", str(path), "--compiler", "iree", *shape, "--json")
+    assert failed.returncode == 3 and "Traceback" not in failed.stderr, failed.stderr[-2000:]
+    assert f"onnxsim computes {op} 1" in failed.stderr and "--simplify, or --fix)" in failed.stderr
+    assert json.loads(failed.stdout)["error"]["fix"].startswith(FIX)
+    for flag in ("--simplify", "--fix"):
+        done = run_cli("lower", str(path), "--compiler", "iree", *shape, flag, "--json")
+        assert done.returncode == 0, (flag, done.stderr[-2000:])
+        assert json.loads(done.stdout)["fixes"] == [FIX]
+    bench = run_cli(
+        "bench", str(path), "--runtime", "iree", "--runtime", "ort", *shape, "--fix", "--json", *QUICK
+    )
+    assert bench.returncode == 0, bench.stderr[-2000:]
+    document = json.loads(bench.stdout)
+    assert document["fixes"] == [FIX] and [r["runtime"] for r in document["results"]] == ["iree", "ort"]
+    assert all(r["agrees"] for r in document["results"])
+    unfixed = run_cli("bench", str(path), "--runtime", "iree", *shape, *QUICK)
+    assert unfixed.returncode == 3 and "--simplify, or --fix)" in unfixed.stderr

@@ -107,6 +107,44 @@ def test_the_builders_decoder_runs_on_the_generated_inputs(genai_decoder_int4: P
     assert all(np.isfinite(o).all() for o in outputs)
 
 
+def test_a_biased_qkv_and_a_scale_not_one_over_root_head_size_give_the_head_size() -> None:
+    """Granite's builder graph (#39): the packed QKV MatMul is followed by a bias Add, and
+    GroupQueryAttention's scale is attention_multiplier (1/64), so the head size read from the scale was
+    4096; the generated KV cache had kv_cache_dim 4096 and ONNX Runtime refused it ("should match the packed
+    KV head dimension")."""
+    from tests.explorer.quirk_models import biased_gqa_decoder
+
+    model = biased_gqa_decoder()
+    spec = decoder_spec(model)
+    assert (spec.heads, spec.kv_heads, spec.head_size) == (
+        4,
+        2,
+        16,
+    )  # (heads + 2 kv heads) * 16 = the bias's 128
+    assert concrete_input_shapes(model)["past_key_values.0.key"] == [1, 2, 32, 16]
+    outputs = _session(model).run(None, random_feeds(model))
+    assert outputs[0].shape == (1, 32, 32) and all(np.isfinite(o).all() for o in outputs)
+
+
+def test_the_config_beside_the_model_sizes_what_the_graph_leaves_symbolic(tmp_path: Path) -> None:
+    """A spec read with the model's file carries genai_config.json's head size into the shapes made."""
+    from tests.explorer.quirk_models import biased_gqa_decoder
+
+    model = biased_gqa_decoder()
+    for node in model.graph.node:  # the graph no longer says the head size: no bias, no projection width
+        if node.op_type == "GroupQueryAttention":
+            node.input[0] = "hidden"
+    path = tmp_path / "model.onnx"
+    onnx.save(model, path)
+    (tmp_path / GENAI_CONFIG).write_text(json.dumps({"model": {"decoder": {"head_size": 16}}}))
+    spec = decoder_spec(model, path)
+    assert (
+        decoder_spec(model).head_size == 4096 and spec.head_size == 16
+    )  # the scale misleads; the config wins
+    assert concrete_input_shapes(model, spec=spec)["past_key_values.0.key"][-1] == 16
+    assert random_feeds(model, spec=spec)["past_key_values.0.value"].shape == (1, 2, 32, 16)
+
+
 def test_a_torch_export_is_recognised_with_its_expression_dims(torch_kv_decoder: Path) -> None:
     model = onnx.load(torch_kv_decoder, load_external_data=False)
     spec = decoder_spec(model)

@@ -27,6 +27,7 @@ from explorer.onnx_adapter.weights import (
     LAZY_EXTERNAL_BYTES,
     STRIP_KEEP_BYTES,
     check_declared_sizes,
+    check_stored_sizes,
     external_span,
     model_bytes,
     stripped_copy,
@@ -318,6 +319,75 @@ def test_external_tensors_are_left_to_their_span_check() -> None:
     tensor = TensorProto(name="W", data_type=TensorProto.FLOAT, dims=[10**6, 10**6])
     tensor.data_location = TensorProto.EXTERNAL
     check_declared_sizes(_with_tensor(tensor), 20)  # external_span checks it against its data file
+
+
+def _float_w(**values: object) -> TensorProto:
+    return TensorProto(name="W", data_type=TensorProto.FLOAT, dims=[4], **values)
+
+
+@pytest.mark.parametrize(
+    ("tensor", "says"),
+    [
+        (
+            _float_w(raw_data=bytes(12)),
+            "holds 12 bytes of values (raw_data) but its shape [4] of float32 needs 16",
+        ),
+        (
+            _float_w(raw_data=bytes(20)),
+            "holds 20 bytes of values (raw_data) but its shape [4] of float32 needs 16",
+        ),
+        (_float_w(float_data=[1.0] * 3), "holds 3 values in float_data but its shape [4] of float32 needs 4"),
+        (TensorProto(name="W", data_type=TensorProto.INT4, dims=[5], int32_data=[0] * 2), "int32_data"),
+        (TensorProto(name="W", data_type=TensorProto.COMPLEX64, dims=[2], float_data=[0.0] * 2), "needs 4"),
+        (TensorProto(name="W", data_type=TensorProto.STRING, dims=[2], string_data=[b"a"]), "string_data"),
+    ],
+    ids=["raw short", "raw long", "float_data", "int4 packed", "complex64", "strings"],
+)
+@pytest.mark.parametrize("where", ["initializer", "constant", "function"])
+def test_values_that_disagree_with_their_shape_are_refused_naming_the_tensor(
+    tensor: TensorProto, says: str, where: str
+) -> None:
+    """ONNX Runtime refused them with a bare FAIL (an internal error), IREE read past the values (#39)."""
+    with pytest.raises(InvalidModelError, match=r"m\.onnx: tensor 'W' holds ") as raised:
+        check_stored_sizes(_with_tensor(tensor, where), "m.onnx")
+    assert says in str(raised.value) and "re-export it" in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    "tensor",
+    [
+        _float_w(raw_data=bytes(16)),
+        _float_w(float_data=[1.0] * 4),
+        _float_w(),  # stripped: no values to compare
+        TensorProto(name="q", data_type=TensorProto.INT4, dims=[5], raw_data=bytes(3)),
+        TensorProto(name="q", data_type=TensorProto.UINT4, dims=[5], int32_data=[0] * 3),
+        TensorProto(name="c", data_type=TensorProto.COMPLEX64, dims=[2], float_data=[0.0] * 4),
+        TensorProto(name="h", data_type=TensorProto.FLOAT16, dims=[3], int32_data=[0] * 3),
+        TensorProto(name="s", data_type=TensorProto.STRING, dims=[2], string_data=[b"a", b"b"]),
+        TensorProto(name="scalar", data_type=TensorProto.INT64, dims=[], int64_data=[7]),
+        TensorProto(name="empty", data_type=TensorProto.FLOAT, dims=[0, 3], raw_data=b""),
+        TensorProto(name="corrupt_dims", data_type=TensorProto.INT64, dims=[-1], raw_data=bytes(8)),
+    ],
+    ids=lambda t: f"{t.name}-{t.data_type}",
+)
+def test_values_that_match_their_shape_pass(tensor: TensorProto) -> None:
+    check_stored_sizes(_with_tensor(tensor))
+
+
+def test_a_model_file_whose_values_disagree_with_a_shape_is_refused_at_load(tmp_path: Path) -> None:
+    from tests.explorer.bad_models import stored_values_mismatch
+
+    path = tmp_path / "short.onnx"
+    onnx.save(stored_values_mismatch(), path)
+    with pytest.raises(InvalidModelError, match=r"short\.onnx: tensor 'W' holds 12 bytes"):
+        load(path)
+    with pytest.raises(InvalidModelError, match=r"tensor 'W' holds 3 values in float_data"):
+        load(stored_values_mismatch("float_data"))
+
+
+def test_every_zoo_model_holds_the_values_its_shapes_need() -> None:
+    for name in zoo.names():
+        check_stored_sizes(zoo.build(name), name)
 
 
 def test_a_zoo_model_saved_passes() -> None:

@@ -102,3 +102,43 @@ def test_each_model_type_runs_on_the_zoo_transformer_and_verifies_in_onnx_runtim
     if step.changed:
         onnx.checker.check_model(step.graph.model)
         assert step.max_abs_diff is not None and step.max_abs_diff < 1e-4, step.max_abs_diff
+
+
+GPT2_PIPELINE = "onnxscript:optimize,ort-transformers:gpt2(num_heads=12,hidden_size=96)"
+
+
+def test_the_gpt2_optimizers_crash_on_a_dynamo_export_says_where_why_and_what_to_try(
+    gpt2_dynamo_export: object,
+) -> None:
+    """It ended "step 2 (ort-transformers:gpt2) failed: IndexError: list index out of range" (#39)."""
+    failed = run_pipeline(gpt2_dynamo_export, GPT2_PIPELINE, verify=False)[2]
+    assert failed.error.startswith(
+        "ONNX Runtime's transformer optimizer (model type 'gpt2') crashed in "
+        "onnxruntime.transformers.onnx_model_gpt2.postprocess (onnx_model_gpt2.py:"
+    )
+    assert "IndexError: list index out of range" in failed.error
+    assert "8 of the model's 8 Gemm nodes have none" in failed.error
+    assert (
+        "instead try model type 'bert' (ort-transformers:bert(num_heads=12,hidden_size=96))" in failed.error
+    )
+    assert "onnx_model_gpt2.py" in failed.traceback and "IndexError" in failed.traceback
+    bert = run_pipeline(gpt2_dynamo_export, GPT2_PIPELINE.replace(":gpt2", ":bert"), verify=False)[2]
+    assert bert.error is None and bert.changed  # what it offers runs
+
+
+def test_passes_reports_the_crash_on_one_line_and_debug_prints_the_steps_traceback(
+    gpt2_dynamo_export: object,
+) -> None:
+    from tests.explorer.in_process import run_cli
+
+    done = run_cli("passes", str(gpt2_dynamo_export), "--pipeline", GPT2_PIPELINE, "--no-verify")
+    assert done.returncode == 2 and "Traceback" not in done.stderr and "internal error" not in done.stderr
+    error = done.stderr.splitlines()[-1]
+    assert error.startswith(
+        f"onnx-explorer: error: {gpt2_dynamo_export}: step 2 (ort-transformers:gpt2) failed: "
+    )
+    assert "onnx_model_gpt2.postprocess" in error and "ort-transformers:bert(" in error
+    debug = run_cli("--debug", "passes", str(gpt2_dynamo_export), "--pipeline", GPT2_PIPELINE, "--no-verify")
+    assert debug.returncode == 2
+    assert "traceback of step 2 (ort-transformers:gpt2):\nTraceback (most recent call last):" in debug.stderr
+    assert 'onnx_model_gpt2.py", line' in debug.stderr and debug.stderr.splitlines()[-1] == error

@@ -67,3 +67,66 @@ def test_only_the_models_refusals_are_typed() -> None:
     assert ort_refusal("[ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : bad allocation") is None
     assert issubclass(RuntimeUnsupportedError, ExplorerError)
     assert OrtRuntime().prepare(load(_one_node("Relu", TensorProto.FLOAT, {"": 17}))).info["runtime"] == "ort"
+
+
+@pytest.mark.parametrize("where", ["raw_data", "float_data", "constant"])
+def test_a_tensor_whose_values_disagree_with_its_shape_is_a_bad_model_not_a_bare_fail(where: str) -> None:
+    """A graph that reaches ONNX Runtime without ``load``'s check (built in code, as a tab may hold one):
+    ORT's ``[ONNXRuntimeError] : 1 : FAIL : ... Initializer 'W': raw_data size ...`` is read into an
+    InvalidModelError naming the tensor and the model (exit 2), not left as an internal error (#39)."""
+    from explorer.core.errors import InvalidModelError
+    from explorer.onnx_adapter.graph_builder import build_graph
+    from tests.explorer.bad_models import stored_values_mismatch
+
+    graph = build_graph(stored_values_mismatch(where), source="short.onnx")
+    with pytest.raises(InvalidModelError) as caught:
+        OrtRuntime().prepare(graph)
+    message = str(caught.value)
+    assert message.startswith("short.onnx: tensor 'W' holds ") and "its shape and type need" in message
+    assert "FAIL" not in message and "re-export it" in message
+
+
+def test_ort_bad_tensor_reads_each_of_onnx_runtimes_size_checks() -> None:
+    from explorer.runtimes.sessions import ort_bad_tensor
+
+    head = "[ONNXRuntimeError] : 1 : FAIL : tensorprotoutils.cc:1805 ValidateEmbeddedTensorProto... "
+    count = ort_bad_tensor(
+        head + "Initializer 'b.0': data field count (3) does not match expected count from shape (4)"
+    )
+    assert count == "tensor 'b.0' holds 3 values in its typed data field but its shape and type need 4"
+    strings = "Initializer 's': string_data count (1) does not match expected count from shape (2)"
+    assert (
+        ort_bad_tensor(head + strings)
+        == "tensor 's' holds 1 strings (string_data) but its shape and type need 2"
+    )
+    past = "External initializer: W offset: 1000000 size to read: 16 given file_length: 16 are out of bounds"
+    assert "offset 1,000,000 + length 16 bytes points past the end of the 16-byte file" in ort_bad_tensor(
+        past
+    )
+    assert ort_bad_tensor("Could not find an implementation for AveragePool(1) node with name ''") is None
+
+
+def test_a_contrib_op_refusing_inputs_made_here_is_the_runtimes_not_a_bare_error() -> None:
+    from explorer.onnx_adapter.graph_builder import build_graph
+    from explorer.runtimes.ort_runtime import run_refused
+    from tests.explorer.quirk_models import biased_gqa_decoder
+
+    graph = build_graph(biased_gqa_decoder(), source="granite.onnx")
+    shapes = {"input_ids": [1, 32], "past_key_values.0.key": [1, 2, 32, 8]}
+    gqa = RuntimeError(
+        "[ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running "
+        "GroupQueryAttention node. Name:'/model/layers.0/attn/GroupQueryAttention' Status Message: Input "
+        "'past_key' dimension 3 should match the packed KV head dimension, got 8 expected 16"
+    )
+    made = run_refused(gqa, graph, "ONNX Runtime CPU (all)", shapes, given=False)
+    assert isinstance(made, RuntimeUnsupportedError)
+    assert (made.op_type, made.domain, made.opset, made.path) == (
+        "GroupQueryAttention",
+        "com.microsoft",
+        1,
+        "granite.onnx",
+    )
+    assert "refused the inputs made for it" in str(made) and "--input-shape" in str(made)
+    standard = RuntimeError(str(gqa).replace("GroupQueryAttention node", "MatMul node"))
+    assert run_refused(standard, graph, "ONNX Runtime CPU (all)", shapes, given=False) is None  # ours: a bug
+    assert type(run_refused(standard, graph, "ort", shapes, given=True)).__name__ == "UsageError"
