@@ -28,6 +28,13 @@ from explorer.cli.options import (
     non_negative_int,
     positive_int,
 )
+from explorer.cli.placement_flags import (
+    add_strict_placement,
+    combined_error,
+    placement_lines,
+    refused_all,
+    strict_runtimes,
+)
 from explorer.core.errors import ExplorerError, LoweringError, RuntimeUnsupportedError
 from explorer.core.tensors import format_bytes
 from explorer.isolation.io import check_output_path
@@ -95,12 +102,14 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
         default=0,
         help="ONNX Runtime's, IREE's and PyTorch eager's threads (0: their default, one per physical core)",
     )
+    add_strict_placement(parser)
     add_fix_options(
         parser,
         simplify="run onnxsim with the fixed input shapes first (as `lower --simplify`); every runtime "
         "runs it",
-        fix="when TVM's import or a pass fails, apply every fix offered (as `lower --fix`) and time every "
-        "runtime on the fixed model, so all of them run the same graph",
+        fix="when a compiler's import or a pass fails (TVM's or IREE's), apply every fix offered, then fixed "
+        "shapes and onnxsim (as `lower --fix`: never less than --simplify), and time every runtime on the "
+        "fixed model, so all of them run the same graph",
     )
     parser.add_argument(
         "--rpc-tracker", metavar="HOST:PORT", help="run TVM on a server from this RPC tracker"
@@ -211,9 +220,15 @@ def run(args: argparse.Namespace) -> int:
     if args.export_overlay:
         check_output_path(args.export_overlay, args.model)  # before the work
         args.profile = True
+    from explorer.runtimes.memory_budget import check_memory
+
     graph = load(args.model)
     check_input_shapes(graph.model, dict(args.input_shape), args.model)
     runtimes = _runtimes(args)
+    check_memory(graph.model, "bench", args.runtime or ["ort", "tvm"], label=args.model)  # exit 3
+    runtimes, placements, misplaced = strict_runtimes(graph, runtimes, args)  # --strict-placement
+    if misplaced is not None and not runtimes:
+        return refused_all(placements, misplaced, args)
 
     shown: dict[str, float] = {}
 
@@ -274,9 +289,11 @@ def run(args: argparse.Namespace) -> int:
     found = _node_times(graph, runtimes, report, args) if args.profile else {}
     profiles = {label: {call: dict(p.node_ms) for call, p in calls.items()} for label, calls in found.items()}
     exported = _export(graph, found, args.export_overlay) if args.export_overlay else []
-    named_but_skipped = _named_but_skipped(report, args)
+    named_but_skipped = combined_error(misplaced, _named_but_skipped(report, args))
     if args.json:
         extra: dict[str, Any] = {"profiles": profiles} if args.profile else {}
+        if args.strict_placement:
+            extra["placement"] = {name: p.to_dict() for name, p in placements.items()}
         if args.export_overlay:
             extra["exported_overlays"] = [str(path) for path in exported]
         if named_but_skipped is not None:
@@ -307,6 +324,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"{label}, {call}: slowest nodes {where}")
     for path in exported:
         print(f"wrote {path} (Model Explorer node data)")
+    if args.strict_placement:
+        for line in placement_lines(placements, runtimes):
+            print(line)
     for name, why in report.skipped:
         print(f"{name}: skipped ({why})")
     for r in report.results:  # tuned on RPC servers: who measured what, and what a dead server cost

@@ -1,5 +1,6 @@
 """``onnx-explorer coverage MODEL``: which nodes each target takes, its partitions and the ops that fall
-back to the CPU with their reasons (``--list-targets``: the targets).
+back to the CPU with their reasons (``--list-targets``: the targets; ``--split FOLDER``: one target's
+pieces as ONNX models).
 
 Examples
 --------
@@ -56,6 +57,13 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser.add_argument(
         "--list-targets", action="store_true", help="list the targets and where their knowledge comes from"
     )
+    parser.add_argument(
+        "--split",
+        metavar="FOLDER",
+        help="write each partition and each fallback island of the one --target as its own ONNX model into "
+        "FOLDER (new or empty), with partitions.json: their order, files, kinds, nodes, inputs and outputs "
+        "(chained in that order, the pieces give the model's outputs)",
+    )
     add_export_overlay(
         parser,
         "each target's placement per node (partition 1, ..., the fallback device; coloured as the "
@@ -99,14 +107,33 @@ def run(args: argparse.Namespace) -> int:
     except KeyError as err:
         raise ExplorerError(err.args[0]) from None
     require_available(targets)  # a compiler not installed: said before loading, with what to install
+    if args.split is not None:
+        from explorer.targets.split import check_split_folder
+
+        if len(args.target) != 1:
+            raise ExplorerError(
+                f"--split writes the pieces of one target: give exactly one --target (got {len(args.target)})"
+            )
+        check_split_folder(args.split, args.model)  # before the work
     if args.export_overlay:
         check_output_path(args.export_overlay, args.model)  # before the work
     shapes = dict(args.input_shape) or None
     graph = load(args.model, input_shapes=shapes)
+    if args.target:  # the targets that compile need the weights in memory: refused up front (exit 3)
+        from explorer.runtimes.memory_budget import check_memory
+
+        check_memory(graph.model, "coverage", args.target, label=args.model)
     report = coverage(graph, targets or None, input_shapes=shapes, with_assignment=args.assignment)
     exported = _export(graph, report, args.export_overlay) if args.export_overlay else []
+    split = None
+    if args.split is not None:
+        from explorer.targets.split import split_partitions
+
+        split = split_partitions(graph, report, args.split)
     if args.json:
         extra = {"exported_overlays": [str(p) for p in exported]} if args.export_overlay else {}
+        if split is not None:
+            extra["split"] = split.to_dict()
         print(json.dumps({**report.to_dict(), **extra}))
         return 0
     print(f"model: {args.model}")
@@ -125,6 +152,14 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {op} x{entry['count']}: {'; '.join(entry['reasons'][:3])}")
     for path in exported:
         print(f"wrote {path} (Model Explorer node data)")
+    if split is not None:
+        print(f"\nwrote {split.summary} to {split.folder} (manifest {split.manifest})")
+        for piece in split.pieces:
+            count = len(piece.nodes)
+            print(
+                f"  {piece.file:<24} {piece.placement:<14} {count:>5} node{'s' if count != 1 else ' '}, "
+                f"{len(piece.inputs)} in, {len(piece.outputs)} out"
+            )
     return 0
 
 
