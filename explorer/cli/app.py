@@ -19,6 +19,7 @@ from typing import NoReturn
 
 from explorer import __version__
 from explorer.cli import bench, coverage, diff, info, lower, overlay, passes, prepare, report
+from explorer.cli import quant_error as quant_error_command
 from explorer.cli.errors import (
     EXIT_BAD_INPUT,
     EXIT_BROKEN_PIPE,
@@ -29,11 +30,11 @@ from explorer.cli.errors import (
     fail,
     print_error_document,
 )
-from explorer.core.errors import ExplorerError, LoweringError, RuntimeUnsupportedError
+from explorer.core.errors import ExplorerError, LoweringError, MemoryBudgetError, RuntimeUnsupportedError
 
 __all__ = ["COMMANDS", "Parser", "build_parser", "main"]
 
-COMMANDS = (info, passes, report, lower, bench, coverage, prepare, diff, overlay)
+COMMANDS = (info, passes, report, lower, bench, coverage, prepare, diff, overlay, quant_error_command)
 """The command modules, in the order ``--help`` lists them; each has ``add_parser`` and ``run``."""
 
 
@@ -97,7 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     as_json = bool(getattr(args, "json", False))
     try:
         return args.handler(args)
-    except (RuntimeUnsupportedError, LoweringError) as err:  # the model does not import or lower
+    except (RuntimeUnsupportedError, LoweringError, MemoryBudgetError) as err:  # cannot import, lower or fit
         return fail(err, EXIT_NOT_IMPORTED, as_json)
     except ExplorerError as err:
         return fail(err, EXIT_BAD_INPUT, as_json)
