@@ -27,6 +27,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
@@ -37,11 +38,12 @@ from tests.conftest import tiny_model
 from tests.explorer import bad_models
 from tests.explorer.capped import run_cli_capped
 
-COMMANDS = ("info", "passes", "diff", "report", "lower", "bench", "coverage", "prepare", "overlay")
-WITH_OUTPUT = ("passes", "report", "prepare")
+COMMANDS = ("info", "passes", "diff", "report", "lower", "bench", "coverage", "prepare", "overlay", "split")
+COMMANDS += ("quant-error",)  # MODEL as the float model, against tiny.onnx quantised (tiny_qdq.onnx)
+WITH_OUTPUT = ("passes", "report", "prepare", "split")  # split: coverage --split FOLDER
 WITH_SHAPES = tuple(c for c in COMMANDS if c not in ("diff", "overlay"))
 NODE_DATA = {"main_graph": {"results": {"/fc/Add": {"value": 1.0}}}}  # overlay's FILE, in the models folder
-OUTPUT_NAME = {"passes": "out.onnx", "report": "out.html", "prepare": "out.onnx"}
+OUTPUT_NAME = {"passes": "out.onnx", "report": "out.html", "prepare": "out.onnx", "split": "pieces"}
 NOBODY = 65534
 FAST_BENCH = ("--min-runs", "1", "--min-seconds", "0", "--warmup", "0")
 
@@ -135,21 +137,52 @@ CASES = (
         beside=("weights.bin",),
         capped=True,
     ),
+    # issue #39: values their shape disagrees with reached ONNX Runtime, whose bare FAIL was an internal error
+    Case(
+        "raw_data shorter than its shape",
+        "short_raw.onnx",
+        2,
+        "tensor 'W' holds 12 bytes of values (raw_data) but its shape [4] of float32 needs 16",
+    ),
+    Case(
+        "float_data fewer than its shape",
+        "short_float.onnx",
+        2,
+        "tensor 'W' holds 3 values in float_data but its shape [4] of float32 needs 4",
+    ),
+    Case(
+        "external data length not its shape's",
+        "wrong_length.onnx",
+        2,
+        "external data of tensor 'W'",
+        beside=("weights.bin",),
+    ),
     Case("empty file", "empty.onnx", 2, "empty"),
     Case("text file", "text.onnx", 2, "not a valid ONNX protobuf"),
     Case("truncated protobuf", "truncated.onnx", 2, "not a valid ONNX protobuf"),
-    Case("unknown op in a custom domain", "acme.onnx", {"*": 0, "lower": 3, "bench": 3}, "Frobnicate"),
+    Case(  # prepare: its QNN steps fail on the op (issue #39)
+        "unknown op in a custom domain",
+        "acme.onnx",
+        {"*": 0, "lower": 3, "bench": 3, "prepare": 3, "quant-error": 2},
+        "Frobnicate",
+    ),
     Case(
         "string tensors",
         "strings.onnx",
-        {"*": 0, "lower": 3, "bench": 3, "prepare": 2},
+        {"*": 0, "lower": 3, "bench": 3, "prepare": 2, "quant-error": 2},
         {
+            "quant-error": "do not correspond",
             "lower": "does not import into TVM Relax",
             "bench": "does not import into TVM Relax",
             "prepare": "input 's' is a string tensor; qnn-htp cannot take string tensors",
         },
     ),
-    Case("If and Loop", "control_flow.onnx", {"*": 0, "lower": 3, "bench": 3}, "/loop/Loop [Loop]"),
+    Case(
+        "If and Loop",
+        "control_flow.onnx",
+        {"*": 0, "lower": 3, "bench": 3, "quant-error": 2},
+        "/loop/Loop [Loop]",
+    ),
     Case("dynamic dims, no --input-shape", "tiny.onnx", 0),
     Case(
         "wrong input name",
@@ -210,6 +243,21 @@ CASES = (
 )
 
 
+def tiny_qdq_model(folder: Path) -> None:
+    """``folder/tiny.onnx`` quantised (ONNX Runtime's ``quantize_static``, QDQ) as ``tiny_qdq.onnx``."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantize_static
+
+    class Reader(CalibrationDataReader):
+        def __init__(self) -> None:
+            rng = np.random.default_rng(0)
+            self.items = iter([{"x": rng.standard_normal((1, 4)).astype(np.float32)} for _ in range(4)])
+
+        def get_next(self) -> dict | None:
+            return next(self.items, None)
+
+    quantize_static(folder / "tiny.onnx", folder / "tiny_qdq.onnx", Reader(), quant_format=QuantFormat.QDQ)
+
+
 @pytest.fixture(scope="module")
 def models() -> Iterator[Path]:
     """The input files, in a folder any user may read (the read-only cells run as ``nobody``)."""
@@ -228,7 +276,13 @@ def models() -> Iterator[Path]:
         (folder / "folder.onnx").mkdir()
         (folder / "declared.onnx").write_bytes(bad_models.declared_shape_past_file().SerializeToString())
         bad_models.external_data_past_eof(folder)  # past_eof.onnx and weights.bin
+        bad_models.external_data_wrong_length(folder)  # wrong_length.onnx, beside the same weights.bin
+        (folder / "short_raw.onnx").write_bytes(bad_models.stored_values_mismatch().SerializeToString())
+        (folder / "short_float.onnx").write_bytes(
+            bad_models.stored_values_mismatch("float_data").SerializeToString()
+        )
         (folder / "node_data.json").write_text(json.dumps(NODE_DATA))
+        tiny_qdq_model(folder)  # quant-error's QDQ_MODEL
         for item in folder.iterdir():
             item.chmod(0o755 if item.is_dir() else 0o644)
         yield folder
@@ -248,6 +302,15 @@ def argv(command: str, model: str, output: str, case: Case, reference: str) -> l
         "coverage": ["coverage", model, "--json"],
         "prepare": ["prepare", model, "--json", "--samples", "1", "--output", output],
         "overlay": ["overlay", model, str(Path(reference).with_name("node_data.json")), "--json"],
+        "split": ["coverage", model, "--target", "nnapi", "--split", output, "--json"],
+        "quant-error": [
+            "quant-error",
+            model,
+            str(Path(reference).with_name("tiny_qdq.onnx")),
+            "--samples",
+            "1",
+            "--json",
+        ],
     }[command]
     if case.shape:
         words += ["--input-shape", case.shape]
@@ -402,6 +465,11 @@ def check_cell(case: Case, command: str, models: Path, base: Path) -> None:
     assert sorted(os.listdir(inputs)) == sorted(placed), os.listdir(inputs)
     if expected == 0 and command in ("passes", "prepare"):
         onnx.checker.check_model(onnx.load(output))  # a whole model where it was asked for
+    if expected == 0 and command == "split":  # every piece a whole model, as the manifest lists them
+        pieces = json.loads((output / "partitions.json").read_text())["pieces"]
+        assert sorted(os.listdir(output)) == sorted(["partitions.json", *(p["file"] for p in pieces)])
+        for piece in pieces:
+            onnx.checker.check_model(str(output / piece["file"]), full_check=True)
 
 
 OVERLAY_FILES = {
@@ -574,10 +642,26 @@ def test_a_cache_variable_that_cannot_be_written_is_a_usage_error(
     assert file.read_text() == "not a folder\n"
 
 
-def test_an_unknown_cpu_in_the_tvm_target_is_refused_listing_those_llvm_knows() -> None:
-    done = tvm_bench("--tvm-target", "llvm -mcpu=notacpu")
-    error = check_refused(done, 2, "-mcpu=notacpu", "is no CPU LLVM knows for", "it knows: ")["error"]
-    assert error["type"] == "UsageError"
+def test_an_unknown_cpu_in_the_tvm_target_is_refused_listing_those_llvm_knows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from explorer.runtimes.ort_runtime import OrtRuntime
+
+    prepared: list[str] = []  # ONNX Runtime, named first, must not run before the refusal (issue #39)
+    real_prepare = OrtRuntime.prepare
+
+    def recorded(self: OrtRuntime, *args: object, **kwargs: object) -> object:
+        prepared.append(self.label)
+        return real_prepare(self, *args, **kwargs)
+
+    monkeypatch.setattr(OrtRuntime, "prepare", recorded)
+    done = run(
+        "bench", "zoo:mlp", "--runtime", "ort", "--runtime", "tvm", "--tvm-target", "llvm -mcpu=notacpu",
+        "--json", *FAST_BENCH,
+    )  # fmt: skip
+    document = check_refused(done, 2, "-mcpu=notacpu", "is no CPU LLVM knows for", "it knows: ")
+    assert document["error"]["type"] == "UsageError"
+    assert prepared == [] and "results" not in document and "ONNX Runtime" not in done.stdout, done.stdout
     known = done.stderr.rpartition("it knows: ")[2].split(", ")
     assert len(known) > 10 and "generic" in known, known[:20]
 
@@ -632,6 +716,33 @@ def test_a_prepare_whose_every_step_failed_writes_nothing_and_claims_no_placemen
     assert f"nothing was written for --output {out}" in done.stderr and not out.exists()
     assert "runs on" not in done.stdout + done.stderr and "wrote" not in done.stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad_attribute.onnx"]
+
+
+@pytest.mark.parametrize("json_flag", [["--json"], []], ids=["json", "text"])
+def test_a_prepare_whose_qnn_steps_failed_exits_3_writes_nothing_and_claims_no_placement(
+    json_flag: list[str], tmp_path: Path
+) -> None:
+    """Issue #39: the shapes are fixed and onnxsim runs, but ONNX Runtime (QNN preprocessing, QDQ
+    calibration) cannot load the custom op: the model was not made ready for the HTP."""
+    path, out = tmp_path / "acme.onnx", tmp_path / "out.onnx"
+    onnx.save(unknown_op_model(), path)
+    done = run("prepare", str(path), "--samples", "1", "--output", str(out), *json_flag)
+    assert done.returncode == 3, done.stderr[-3000:]
+    assert "2 of 4 steps failed, the model is not ready for qnn-htp" in done.stderr, done.stderr
+    for step in ("ort-quant:qnn_preprocess", "ort-quant:qnn_qdq"):  # each failed step's reason
+        assert f"; {step}: " in done.stderr and "Frobnicate" in done.stderr, done.stderr
+    for step in ("ort-quant:fix_shapes", "onnxsim"):  # the steps that worked are not called failed
+        assert f"; {step}: " not in done.stderr, done.stderr
+    assert f"nothing was written for --output {out}" in done.stderr and not out.exists()
+    assert "runs on" not in done.stdout + done.stderr and "wrote" not in done.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["acme.onnx"]
+    if json_flag:
+        document = json.loads(done.stdout)
+        error = document["error"]
+        assert set(document) == {"error"} and error["type"] == "LoweringError"
+        assert error["exit_code"] == 3 and error["pass_name"] == "ort-quant:qnn_preprocess"
+    else:
+        assert done.stdout == ""
 
 
 @pytest.mark.parametrize("json_flag", [["--json"], []], ids=["json", "text"])
