@@ -139,12 +139,14 @@ def run_importer(
     import tvm
     from tvm.relax.frontend.onnx import from_onnx, onnx_frontend
 
-    from explorer.onnx_adapter.weights import tensor_array
+    from explorer.onnx_adapter.weights import check_external_data, external_tensors, tensor_array
 
     base_dir = Path(path).parent if isinstance(path, (str, os.PathLike)) else None
     # Weights in external files stay there: the importer reads each one mapped (below), so the
     # model's weights are in memory once (as TVM's constants), not twice (proto and constants).
     model = onnx.load(os.fspath(path), load_external_data=False) if base_dir is not None else path
+    if base_dir is not None:  # a bad file raises here, before the importer (whose failures are data)
+        check_external_data(external_tensors(model), base_dir, os.fspath(path))
     converted = importer_ops()
     missing = [
         {
