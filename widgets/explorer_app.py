@@ -1,7 +1,8 @@
 """Explorer: one model, every view of it, one selection.
 
-A model picker (sample models, a path, a file upload, input shapes) above five tabs that
-share the model and the selection:
+A model picker (sample models, a path, a file upload, input shapes) and an overlay menu (another
+tool's results, opened from a path or an upload: an ONNX Runtime, AI Hub or TensorRT profile, Model
+Explorer's node data) above five tabs that share the model and the selection:
 
 - **Graph**: :class:`~widgets.GraphView` of the model;
 - **Passes**: :class:`~widgets.PassStepper`, the model through a pipeline of passes;
@@ -25,6 +26,12 @@ by step N"), shown in Lowering as the Relax bindings and kernels (or the MLIR op
 ``origin`` is that node, ringed in Runtimes with its time in each runtime, and in Targets with its placement
 and the reasons per target. The line under the tabs says all of it at once.
 
+The overlay menu lists "none" and each file opened (:func:`explorer.overlays.read`, onto the model
+shown); the one chosen colours the Graph tab and adds its fields to the node's details
+(:meth:`~widgets.GraphView.show_overlay`). A Qualcomm AI Hub profile adds a second entry, where each
+node ran against where the qnn-htp target predicts it (:func:`explorer.overlays.placement_agreement`),
+with its table under the menu. A file that cannot be read is named with the reason, there.
+
 Explorer composes the existing widgets and holds no logic of theirs: the link between IRs
 is :mod:`explorer.core.node_trace`.
 
@@ -40,6 +47,7 @@ from __future__ import annotations
 
 import contextlib
 import html
+import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -58,12 +66,25 @@ from explorer.isolation.io import write_bytes_atomic
 from explorer.onnx_adapter.adapter import has_onnx_model
 from explorer.onnx_adapter.inputs import concrete_input_shapes
 from explorer.onnx_adapter.model_files import new_model_dir
+from explorer.overlays import ai_hub
+from explorer.overlays.agreement import PlacementAgreement, placement_agreement
+from explorer.overlays.registry import read
+from explorer.overlays.value import Overlay
+from explorer.views.overlay_view import placement_agreement_html
 from explorer.views.tables import html_table
 
 from .graph_view import GraphView
 from .recent import load_recent
 
-__all__ = ["Explorer", "TABS", "DEFAULT_PIPELINE", "DEFAULT_LOWERING", "COMPILERS"]
+__all__ = [
+    "Explorer",
+    "TABS",
+    "DEFAULT_PIPELINE",
+    "DEFAULT_LOWERING",
+    "COMPILERS",
+    "NO_OVERLAY",
+    "PREDICTED_TARGET",
+]
 
 TABS = ("Graph", "Passes", "Lowering", "Runtimes", "Targets")
 """The tabs, in order."""
@@ -78,6 +99,12 @@ _COSTLY = ("Passes", "Lowering", "Runtimes", "Targets")
 
 COMPILERS = {"tvm": "TVM Relax, pass by pass", "iree": "IREE (MLIR), phase by phase"}
 """What the Lowering tab lowers with (its compiler menu): name -> label."""
+
+NO_OVERLAY = "none"
+"""The overlay menu's first entry: the graph without an overlay."""
+
+PREDICTED_TARGET = "qnn-htp"
+"""The target an AI Hub profile's measured placement is compared with."""
 
 _CSS = """
 <style>
@@ -117,6 +144,11 @@ class Explorer(w.VBox):
         The node selected across the tabs.
     panels : dict
         Tab name -> the widget built for the current model (only tabs opened so far).
+    overlays : dict
+        The overlay menu's entries: name -> :class:`~explorer.overlays.Overlay` on the current model.
+    agreements : dict
+        Overlay menu name -> :class:`~explorer.overlays.agreement.PlacementAgreement`, for the
+        "predicted vs measured" entries an AI Hub profile adds.
     tabs : ipywidgets.Tab
         The tabs.
 
@@ -142,6 +174,8 @@ class Explorer(w.VBox):
         self._source: Any = None
         self.selected: str | None = None
         self.panels: dict[str, Any] = {}
+        self.overlays: dict[str, Overlay] = {}
+        self.agreements: dict[str, PlacementAgreement] = {}
         self.pipeline = pipeline
         self.lowering = lowering
         if compiler not in COMPILERS:
@@ -169,6 +203,18 @@ class Explorer(w.VBox):
             description="shapes",
             layout=w.Layout(width="300px"),
         )
+        self.overlay_menu = w.Dropdown(
+            options=[NO_OVERLAY], value=NO_OVERLAY, description="overlay", layout=w.Layout(width="330px")
+        )
+        self.overlay_menu.add_class("oge-explorer-overlay-menu")
+        self.overlay_path = w.Text(
+            placeholder="path/to/profile.json (ORT, AI Hub, TensorRT, Model Explorer)",
+            layout=w.Layout(width="330px"),
+        )
+        self.overlay_button = w.Button(description="open overlay", layout=w.Layout(width="110px"))
+        self.overlay_upload = w.FileUpload(accept=".json", multiple=False, description="upload overlay")
+        self.overlay_note = w.HTML()
+        self.overlay_note.add_class("oge-explorer-overlay-note")
         self.status = w.HTML("<i>open a model</i>")
         self.status.add_class("oge-explorer-status")
         self.progress = w.FloatProgress(value=0.0, min=0.0, max=1.0, layout=w.Layout(width="160px"))
@@ -197,13 +243,22 @@ class Explorer(w.VBox):
         self.stop_button.on_click(lambda _: self.stop())
         self.tabs.observe(self._tab_opened, names="selected_index")
         self.compiler_menu.observe(self._compiler_chosen, names="value")
+        self.overlay_menu.observe(self._overlay_chosen, names="value")
+        self.overlay_button.on_click(lambda _: self._open_overlay_path())
+        self.overlay_upload.observe(self._overlay_uploaded, names="value")
 
         picker = w.HBox(
             [self.zoo_menu, self.path, self.open_button, self.upload, self.shapes],
             layout=w.Layout(flex_flow="row wrap"),
         )
+        overlay_row = w.HBox(
+            [self.overlay_menu, self.overlay_path, self.overlay_button, self.overlay_upload],
+            layout=w.Layout(flex_flow="row wrap"),
+        )
         busy = w.HBox([self.progress, self.stop_button, self.status])
-        super().__init__([w.HTML(_CSS), picker, busy, self.selection, self.tabs])
+        super().__init__(
+            [w.HTML(_CSS), picker, overlay_row, self.overlay_note, busy, self.selection, self.tabs]
+        )
         self.add_class("oge-explorer")
         if model is not None:
             self.load(model)
@@ -287,6 +342,12 @@ class Explorer(w.VBox):
         self.graph_view = GraphView(graph, height=self.height)
         self.graph_view.on_select(self._selected_in_view)
         self.panels["Graph"] = self.graph_view
+        had_overlays = bool(self.overlays)
+        self.overlays, self.agreements = {}, {}  # they were read onto the model shown before
+        self.overlay_menu.options = [NO_OVERLAY]
+        self.overlay_note.value = (
+            "<i>overlays closed: they were read onto the model before</i>" if had_overlays else ""
+        )
         for index, name in enumerate(TABS):
             if name != "Graph":
                 self.tabs.children[index].children = [
@@ -325,6 +386,92 @@ class Explorer(w.VBox):
             self._could_not_open(Path(name).name, err)
             raise
         return self.load(graph)
+
+    # -- overlays ------------------------------------------------------------------------------
+
+    def open_overlay(self, source: Any, name: str | None = None) -> Overlay:
+        """Read another tool's results onto the model (:func:`explorer.overlays.read`), add them to
+        the overlay menu and show them; an AI Hub profile also adds its placement against the
+        qnn-htp prediction (:data:`PREDICTED_TARGET`). A file that cannot be read is named in the
+        overlay note with the reason, and the error raised.
+
+        Parameters
+        ----------
+        source : path, dict or list
+            The file, or its parsed JSON.
+        name : str, optional
+            How the menu and messages name it (default: the file's name).
+
+        Examples
+        --------
+        >>> app = Explorer("zoo:mlp")
+        >>> overlay = app.open_overlay({"main_graph": {"results": {"/fc1/Gemm": {"value": 2}}}}, "ours.json")
+        >>> app.overlay_menu.value, app.graph_view.overlay is overlay
+        ('model-explorer (ours.json)', True)
+        """
+        is_file = isinstance(source, (str, os.PathLike))
+        label = name or (os.fspath(source) if is_file else "<value>")  # in messages
+        short = name or (Path(source).name if is_file else "<value>")  # in the menu
+        if self.graph is None:
+            self.overlay_note.value = f"<b>could not read</b> {html.escape(label)}: open a model first"
+            raise ValueError("open a model first")
+        self.overlay_note.value = f"reading {html.escape(label)} ..."
+        try:
+            overlay = read(source, self.graph)
+            agreement = None
+            if overlay.format == ai_hub.FORMAT and overlay.by_node("compute_unit"):
+                agreement = placement_agreement(self.graph, overlay, PREDICTED_TARGET)
+        except Exception as err:  # the user's file: say which and why, keep what is shown
+            reason = str(err)
+            if is_file:
+                path = os.fspath(source)
+                reason = reason.removeprefix(f"{path}: ").replace(path, label)
+            self.overlay_note.value = f"<b>could not read</b> {html.escape(label)}: {html.escape(reason)}"
+            raise
+        key = f"{overlay.name or overlay.format} ({short})"
+        self.overlays[key] = overlay
+        if agreement is not None:
+            compared = f"{agreement.target}: predicted vs measured ({short})"
+            self.overlays[compared] = agreement.to_overlay()
+            self.agreements[compared] = agreement
+        self.overlay_menu.options = [NO_OVERLAY, *self.overlays]
+        if self.overlay_menu.value == key:
+            self._show_overlay(key)
+        else:
+            self.overlay_menu.value = key
+        return overlay
+
+    def open_overlay_bytes(self, data: bytes, name: str) -> Overlay:
+        """Read an overlay given as bytes (an upload): written to a private file, then :meth:`open_overlay`.
+
+        Examples
+        --------
+        >>> app = Explorer("zoo:mlp")
+        >>> _ = app.open_overlay_bytes(b'{"execution_detail": []}', "hub.json")
+        >>> list(app.overlays)
+        ['ai-hub-profile (hub.json)']
+        """
+        path = new_model_dir("overlay-") / Path(name).name
+        write_bytes_atomic(data, path, fsync=False)
+        return self.open_overlay(path, Path(name).name)
+
+    def _show_overlay(self, key: str) -> None:
+        """Colour the graph by the overlay menu's entry ``key`` (or by nothing: :data:`NO_OVERLAY`)."""
+        self.graph_view.hide_overlay()
+        if key == NO_OVERLAY or key not in self.overlays:
+            self.overlay_note.value = ""
+            return
+        overlay = self.overlays[key]
+        self.graph_view.show_overlay(overlay)
+        if key in self.agreements:
+            self.overlay_note.value = placement_agreement_html(self.agreements[key])
+            return
+        facts = [f"{overlay.mapped_nodes} of {len(self.graph.op_nodes())} nodes mapped"]
+        if overlay.time_share_mapped is not None:
+            facts.append(f"{overlay.time_share_mapped:.1%} of its time on them")
+        if overlay.unmapped:
+            facts.append(f"{len(overlay.unmapped)} names unmapped")
+        self.overlay_note.value = f"<b>{html.escape(key)}</b>: {', '.join(facts)}"
 
     # -- tabs ----------------------------------------------------------------------------------
 
@@ -614,6 +761,24 @@ class Explorer(w.VBox):
         self.upload.value = ()  # the widget lets go of the bytes; the job writes them to disk
 
         self._run_in_background(lambda: self.load_bytes(content, name))
+
+    def _overlay_chosen(self, change: dict[str, Any]) -> None:
+        if self.graph is not None:
+            self._show_overlay(change["new"])
+
+    def _open_overlay_path(self) -> None:
+        path = self.overlay_path.value.strip()
+        if path:
+            self._run_in_background(lambda: self.open_overlay(path))
+
+    def _overlay_uploaded(self, change: dict[str, Any]) -> None:
+        files = change["new"]
+        if not files:
+            return
+        item = files[0]
+        name, content = item["name"], bytes(item["content"])
+        self.overlay_upload.value = ()
+        self._run_in_background(lambda: self.open_overlay_bytes(content, name))
 
     def _shapes_changed(self, change: dict[str, Any]) -> None:
         if self.graph is not None:

@@ -553,6 +553,34 @@ class GraphView(w.VBox):
         if self.selected is not None:
             self.select(self.selected)
 
+    def hide_overlay(self) -> None:
+        """Stop showing the overlay of :meth:`show_overlay`: its colourings leave the colour menu (the
+        graph is coloured by op type again if one of them was shown) and the details panel drops its
+        fields. Overlays added by :meth:`set_overlay` alone stay.
+
+        Examples
+        --------
+        >>> view = GraphView("zoo:mlp")
+        >>> view.show_overlay({"main_graph": {"results": {"/fc1/Gemm": {"value": 2.0}}}})
+        >>> view.hide_overlay()
+        >>> view.overlay, view.color_menu.value, "model-explorer: value" in view.overlays
+        (None, 'op_type', False)
+        """
+        if self.overlay is None:
+            return
+        names = set(overlay_colorings(self.overlay))
+        self.overlay = None
+        for name in names:
+            self.overlays.pop(name, None)
+            self.palettes.pop(name, None)
+            self.edge_marks.pop(name, None)
+        keep = "op_type" if self.color_menu.value in names else self.color_menu.value
+        self.color_menu.options = [*COLOR_BY, *self.overlays]  # the menu falls back to its first entry
+        if self.color_menu.value != keep:
+            self.color_menu.value = keep
+        if self.selected is not None:
+            self.select(self.selected)
+
     def open_subgraph(self, node_id: str, attr: str) -> None:
         """Show a subgraph of an ``If`` / ``Loop`` / ``Scan`` node; :meth:`close_subgraph` goes back.
 

@@ -1,7 +1,9 @@
 """``onnx-explorer overlay MODEL FILE``: another tool's results (an ONNX Runtime profile, Model
 Explorer node data, a Qualcomm AI Hub profile, a TensorRT profile) mapped onto the model's nodes:
 the format, ``mapped_nodes``, what did not map and why (``unmapped``) and, for timing data,
-``time_share_mapped``, the share of the file's time that landed on the model's nodes.
+``time_share_mapped``, the share of the file's time that landed on the model's nodes. For a Qualcomm
+AI Hub profile, also where each node ran against where ``coverage --target qnn-htp`` predicts it
+(``placement_vs_predicted``: :func:`explorer.overlays.agreement.placement_agreement`).
 
 Examples
 --------
@@ -21,19 +23,24 @@ import argparse
 import json
 from typing import Any
 
-from explorer.cli.options import add_json, add_model
+from explorer.cli.options import add_input_shape, add_json, add_model
 from explorer.isolation.io import check_model_file
 from explorer.onnx_adapter.load import load
+from explorer.overlays import ai_hub
+from explorer.overlays.agreement import PlacementAgreement, placement_agreement
 from explorer.overlays.mapping import SPLIT_RULES
 from explorer.overlays.ort_profile import LEVELS
 from explorer.overlays.registry import READERS, read
 from explorer.overlays.source import WHAT
 from explorer.overlays.value import NodeValue, Overlay
 
-__all__ = ["add_parser", "run", "print_overlay", "SHOWN"]
+__all__ = ["add_parser", "run", "print_overlay", "print_agreement", "SHOWN", "PREDICTED_TARGET"]
 
 SHOWN = 30
 """How many unmapped names and nodes the text output lists."""
+
+PREDICTED_TARGET = "qnn-htp"
+"""The target an AI Hub profile's measured placement is compared with."""
 
 
 def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -75,6 +82,11 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
         choices=list(SPLIT_RULES),
         help="how a fused kernel's time is split over its nodes: even (default) or anchor (all of it on "
         "the conv, pooling, normalization or reduction among them)",
+    )
+    add_input_shape(
+        parser,
+        help="load the model with this input shape (repeatable); for an AI Hub profile, the static shapes "
+        "it was compiled with, which the qnn-htp prediction uses (default there: dynamic dimensions 1)",
     )
     add_json(parser)
     parser.set_defaults(handler=run)
@@ -161,6 +173,34 @@ def _about(about: dict[str, Any] | Any) -> str:
     return f" ({'; '.join(parts)})" if parts else ""
 
 
+def print_agreement(agreement: PlacementAgreement) -> None:
+    """Print the measured placement against the predicted one: the summary, the count per category
+    and the disagreeing nodes.
+
+    Examples
+    --------
+    >>> from explorer.overlays.agreement import NodeAgreement
+    >>> rows = (NodeAgreement("a", "Relu", "NPU", "NPU", True),
+    ...         NodeAgreement("b", "Add", "NPU", "CPU", False))
+    >>> print_agreement(PlacementAgreement("qnn-htp", "m", None, rows))
+    qnn-htp predicted vs measured: 1 of 2 nodes agree (50.0%); 1 predicted NPU ran elsewhere
+      agree: 1
+      predicted NPU, measured CPU: 1
+    disagreeing nodes
+      b  Add  predicted NPU, measured CPU
+    """
+    print(agreement.summary())
+    for category, count in agreement.categories().items():
+        print(f"  {category}: {count}")
+    disagreeing = [n for n in agreement.nodes if n.agrees is False]
+    if disagreeing:
+        print("disagreeing nodes")
+    for n in disagreeing[:SHOWN]:
+        print(f"  {n.node}  {n.op}  {n.category}")
+    if len(disagreeing) > SHOWN:
+        print(f"  ... {len(disagreeing) - SHOWN} more (--json lists them all)")
+
+
 def run(args: argparse.Namespace) -> int:
     """Map ``args.file`` onto ``args.model`` and print the result (text, or one JSON object); return 0.
 
@@ -170,17 +210,26 @@ def run(args: argparse.Namespace) -> int:
     >>> from explorer.cli import build_parser
     >>> path = os.path.join(tempfile.mkdtemp(), "hub.json")
     >>> with open(path, "w") as out:
-    ...     json.dump({"execution_detail": [{"name": "_fc1_Gemm", "type": "FullyConnected",
-    ...                "compute_unit": "NPU", "execution_time": 250, "execution_cycles": 1}]}, out)
+    ...     json.dump({"execution_detail": [
+    ...         {"name": "_fc1_Gemm", "type": "FullyConnected", "compute_unit": "NPU", "execution_time": 250,
+    ...          "execution_cycles": 1},
+    ...         {"name": "_relu1_Relu", "type": "Relu", "compute_unit": "CPU", "execution_time": 50}]}, out)
     >>> run(build_parser().parse_args(["overlay", "zoo:mlp", path]))  # doctest: +ELLIPSIS
     model              zoo:mlp
     file               ...hub.json
     format             ai-hub-profile
-    mapped_nodes       1 of 6
-    time_share_mapped  100.0% (0.250 ms of 0.250 ms per inference)
+    mapped_nodes       2 of 6
+    time_share_mapped  100.0% (0.300 ms of 0.300 ms per inference)
     unmapped           0
     slowest nodes
       /fc1/Gemm  0.250 ms  FullyConnected on NPU
+      /relu1/Relu  0.050 ms  Relu on CPU
+    qnn-htp predicted vs measured: 1 of 2 nodes agree (50.0%); 1 predicted NPU ran elsewhere, 4 not measured
+      not measured: 4
+      agree: 1
+      predicted NPU, measured CPU: 1
+    disagreeing nodes
+      /relu1/Relu  Relu  predicted NPU, measured CPU
     0
     """
     for path in (args.file, args.layer_info):
@@ -193,10 +242,19 @@ def run(args: argparse.Namespace) -> int:
         options["split"] = args.split
     if args.layer_info is not None:
         options["layer_info"] = args.layer_info
-    graph = load(args.model)
+    shapes = dict(args.input_shape) or None
+    graph = load(args.model, input_shapes=shapes)
     overlay = read(args.file, graph, format=args.format, **options)
+    agreement = None
+    if overlay.format == ai_hub.FORMAT and overlay.by_node("compute_unit"):
+        agreement = placement_agreement(graph, overlay, PREDICTED_TARGET)
     if args.json:
-        print(json.dumps({**overlay.to_dict(), "total_nodes": len(graph.op_nodes())}))
+        data = {**overlay.to_dict(), "total_nodes": len(graph.op_nodes())}
+        if agreement is not None:
+            data["placement_vs_predicted"] = agreement.to_dict()
+        print(json.dumps(data))
     else:
         print_overlay(overlay, len(graph.op_nodes()))
+        if agreement is not None:
+            print_agreement(agreement)
     return 0

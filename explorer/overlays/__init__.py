@@ -1,7 +1,8 @@
 """Other tools' results on our graph: an ONNX Runtime profile, Model Explorer's node data, a Qualcomm
 AI Hub profile, TensorRT's layer profile, each read onto a model's nodes with a report of what did
 not map and why; any overlay written back as Model Explorer node data, our own results as
-overlays (:mod:`explorer.overlays.ours`: time per node, placement, fallback reasons, drift) and
+overlays (:mod:`explorer.overlays.ours`: time per node, placement, fallback reasons, drift), a
+device's measured placement against a target's predicted one (:mod:`explorer.overlays.agreement`) and
 lowering provenance as Model Explorer's sync mapping (:mod:`explorer.overlays.sync_mapping`).
 
 :func:`read` recognises the format (:data:`READERS`; ``format=`` to say it) and returns an
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING
 from explorer.core.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
+    from explorer.overlays.agreement import PlacementAgreement, placement_agreement
     from explorer.overlays.export import export_overlays
     from explorer.overlays.mapping import SPLIT_RULES
     from explorer.overlays.model_explorer import node_data, write_model_explorer
@@ -50,6 +52,8 @@ __all__ = [
     "placement_overlay",
     "fallback_overlay",
     "drift_overlay",
+    "placement_agreement",
+    "PlacementAgreement",
     "sync_mapping",
     "write_sync_mapping",
 ]
@@ -72,6 +76,8 @@ lazy_exports(
         "placement_overlay": "explorer.overlays.ours",
         "fallback_overlay": "explorer.overlays.ours",
         "drift_overlay": "explorer.overlays.ours",
+        "placement_agreement": "explorer.overlays.agreement",
+        "PlacementAgreement": "explorer.overlays.agreement",
         "sync_mapping": "explorer.overlays.sync_mapping",
         "write_sync_mapping": "explorer.overlays.sync_mapping",
     },

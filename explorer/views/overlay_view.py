@@ -19,10 +19,20 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING, Any
 
+from explorer.views.tables import html_table
+
 if TYPE_CHECKING:
+    from explorer.overlays.agreement import PlacementAgreement
     from explorer.overlays.value import NodeValue, Overlay
 
-__all__ = ["COLORED_FIELDS", "overlay_colorings", "overlay_rows", "overlay_details_html", "overlay_section"]
+__all__ = [
+    "COLORED_FIELDS",
+    "overlay_colorings",
+    "overlay_rows",
+    "overlay_details_html",
+    "overlay_section",
+    "placement_agreement_html",
+]
 
 COLORED_FIELDS = ("time_ms", "value", "compute_unit", "provider")
 """The fields of an overlay the graph can be coloured by, in the order the colour menu lists them."""
@@ -162,4 +172,50 @@ def overlay_section(overlay: Overlay, shown: int = _SHOWN) -> str:
         f'<h3>{what}</h3><table class="oge-overlay-top">{rows}</table>'
         + (f'<h3>unmapped</h3><ul class="oge-overlay-unmapped">{unmapped}</ul>' if unmapped else "")
         + "</div>"
+    )
+
+
+def placement_agreement_html(agreement: PlacementAgreement, shown: int = _SHOWN) -> str:
+    """A measured placement against the predicted one (:func:`explorer.overlays.placement_agreement`):
+    the summary, the node count per category, and the disagreeing nodes with the target's reasons.
+
+    Examples
+    --------
+    >>> from explorer.overlays.agreement import NodeAgreement, PlacementAgreement
+    >>> rows = (NodeAgreement("a", "Relu", "NPU", "NPU", True),
+    ...         NodeAgreement("b", "Add", "NPU", "CPU", False))
+    >>> text = placement_agreement_html(PlacementAgreement("qnn-htp", "m", "hub.json", rows))
+    >>> "1 of 2 nodes agree" in text and "<td><code>b</code></td>" in text
+    True
+    """
+    counts = html_table(
+        ((html.escape(category), count) for category, count in agreement.categories().items()),
+        ("predicted vs measured", "nodes"),
+        attrs={"class": "oge-agreement-counts"},
+    )
+    disagreeing = [n for n in agreement.nodes if n.agrees is False]
+    rows = [
+        (
+            f"<code>{html.escape(n.node)}</code>",
+            html.escape(n.op),
+            html.escape(n.predicted),
+            html.escape(n.measured or ""),
+            html.escape(n.reasons),
+        )
+        for n in disagreeing[:shown]
+    ]
+    if len(disagreeing) > shown:
+        rows.append((f"... {len(disagreeing) - shown} more", "", "", "", ""))
+    table = (
+        html_table(
+            rows,
+            ("node", "op", "predicted", "measured", "why the target does not take it"),
+            attrs={"class": "oge-agreement-nodes"},
+        )
+        if rows
+        else ""
+    )
+    source = f" <small>({html.escape(agreement.measured_from)})</small>" if agreement.measured_from else ""
+    return (
+        f'<div class="oge-agreement"><p>{html.escape(agreement.summary())}{source}</p>{counts}{table}</div>'
     )

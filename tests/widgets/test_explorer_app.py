@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import json
 import threading
 import time
 from datetime import datetime, timezone
@@ -12,7 +13,7 @@ import pytest
 from explorer import zoo
 from explorer.core.errors import ModelLoadError
 from widgets import Explorer
-from widgets.explorer_app import TABS
+from widgets.explorer_app import NO_OVERLAY, TABS
 
 
 def _wait(app: Explorer, timeout: float = 300.0) -> None:
@@ -159,3 +160,106 @@ def test_the_lowering_tab_steps_iree_phases_and_selects_the_dispatches_of_a_node
     app.compiler_menu.value = "tvm"  # another compiler: the tab starts over with it
     assert "Lowering" not in app.panels
     assert app.compute("Lowering").timeline.snapshots[0].name == "relax import"
+
+
+def _upload(widget: object, name: str, data: bytes) -> None:
+    widget.value = (
+        {
+            "name": name,
+            "type": "application/json",
+            "size": len(data),
+            "content": memoryview(data),
+            "last_modified": datetime.now(timezone.utc),
+        },
+    )
+
+
+def test_the_overlay_menu_colours_the_graph_by_an_ort_profile_and_by_none(tmp_path) -> None:
+    from tests.explorer.overlays.test_ort_profile import profile_file
+
+    model = zoo.save("mlp", tmp_path)
+    profile = profile_file(model, "extended", tmp_path)  # a real ONNX Runtime run
+    app = Explorer(str(model))
+    app.overlay_path.value = str(profile)
+    app.overlay_button.click()
+    _wait(app)
+    key = f"ort-profile ({profile.name})"
+    assert list(app.overlay_menu.options) == [NO_OVERLAY, key] and app.overlay_menu.value == key
+    view = app.graph_view
+    assert view.overlay is app.overlays[key] and view.overlay.format == "ort-profile"
+    assert view.color_menu.value == "ort-profile: time_ms" and set(
+        view.overlays["ort-profile: time_ms"]
+    ) == set(app.graph.op_nodes())
+    assert "6 of 6 nodes mapped" in app.overlay_note.value
+    app.select("/fc1/Gemm")
+    assert 'class="oge-overlay"' in view.details.value and "CPUExecutionProvider" in view.details.value
+    app.overlay_menu.value = NO_OVERLAY
+    assert view.overlay is None and view.color_menu.value == "op_type"
+    assert "ort-profile: time_ms" not in view.color_menu.options
+    assert 'class="oge-overlay"' not in view.details.value and app.overlay_note.value == ""
+    app.overlay_menu.value = key  # back again
+    assert view.overlay is app.overlays[key] and 'class="oge-overlay"' in view.details.value
+    app.load("zoo:resnet18")  # another model: the overlays read onto the one before are closed
+    assert list(app.overlay_menu.options) == [NO_OVERLAY] and app.graph_view.overlay is None
+
+
+def test_an_ai_hub_upload_adds_its_placement_against_the_qnn_htp_prediction() -> None:
+    from tests.explorer.overlays.test_agreement import PROFILE as HUB
+
+    app = Explorer("zoo:control_flow")
+    _upload(app.overlay_upload, "hub.json", json.dumps(HUB).encode())
+    _wait(app)
+    assert app.overlay_upload.value == ()
+    compared = "qnn-htp: predicted vs measured (hub.json)"
+    assert list(app.overlay_menu.options) == [NO_OVERLAY, "ai-hub-profile (hub.json)", compared]
+    assert app.graph_view.overlay.format == "ai-hub-profile"
+    app.overlay_menu.value = compared
+    view = app.graph_view
+    assert view.color_menu.value == "qnn-htp: predicted vs measured"
+    assert view.overlays[view.color_menu.value]["/loop/Loop"] == "predicted CPU, measured NPU"
+    assert app.agreements[compared].share_agreeing == 0.25
+    assert "1 of 4 nodes agree (25.0%)" in app.overlay_note.value
+    assert "<td><code>/Greater</code></td>" in app.overlay_note.value  # the disagreeing nodes' table
+    app.select("/Greater")
+    assert "predicted NPU, measured CPU" in view.details.value
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (b"{not json", "not valid JSON (Expecting property name"),
+        (b'{"something": "else"}', "not a format the explorer reads"),
+        (b'{"execution_detail": [3]}', "execution_detail[0] is not a layer with a 'name'"),
+    ],
+)
+def test_a_bad_overlay_file_is_named_with_the_reason_and_nothing_changes(
+    content: bytes, says: str, tmp_path
+) -> None:
+    app = Explorer("zoo:mlp")
+    path = tmp_path / "bad.json"
+    path.write_bytes(content)
+    app.overlay_path.value = str(path)
+    app.overlay_button.click()  # no traceback: the message is in the app
+    _wait(app)
+    said = html.unescape(app.overlay_note.value)
+    assert said.startswith(f"<b>could not read</b> {path}: ")
+    assert says in said and "Traceback" not in said
+    _upload(app.overlay_upload, "mine.json", content)
+    _wait(app)
+    said = html.unescape(app.overlay_note.value)
+    assert "<b>could not read</b> mine.json: " in said and says in said
+    assert "overlay-" not in said  # the private copy's path is not shown, the user's file name is
+    assert list(app.overlay_menu.options) == [NO_OVERLAY] and app.graph_view.overlay is None
+
+
+def test_a_missing_overlay_file_is_named_and_a_good_one_stays_shown(tmp_path) -> None:
+    app = Explorer("zoo:mlp")
+    good = app.open_overlay({"main_graph": {"results": {"/fc1/Gemm": {"value": 2}}}}, "ours.json")
+    app.overlay_path.value = str(tmp_path / "nope.json")
+    app.overlay_button.click()
+    _wait(app)
+    said = html.unescape(app.overlay_note.value)
+    assert said.startswith(f"<b>could not read</b> {tmp_path / 'nope.json'}: ") and said.endswith(
+        ": no such file"
+    )
+    assert app.graph_view.overlay is good and app.overlay_menu.value == "model-explorer (ours.json)"

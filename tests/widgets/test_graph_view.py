@@ -146,3 +146,16 @@ def test_an_overlay_colours_the_graph_and_shows_in_the_details(tmp_path) -> None
         timed.color_menu.value == "ort-profile: time_ms"
         and "ort-profile: provider" in timed.color_menu.options
     )
+
+
+def test_hiding_the_overlay_keeps_the_colourings_set_apart_and_the_one_shown() -> None:
+    view = GraphView("zoo:mlp")
+    view.set_overlay("latency", {"/fc1/Gemm": 1.5})
+    view.show_overlay({"main_graph": {"results": {"/fc1/Gemm": {"value": 2.0}}}})
+    view.color_menu.value = "latency"
+    view.select("/fc1/Gemm")
+    assert 'class="oge-overlay"' in view.details.value
+    view.hide_overlay()
+    assert view.overlay is None and view.color_menu.value == "latency"
+    assert list(view.color_menu.options)[-1] == "latency" and "model-explorer: value" not in view.overlays
+    assert 'class="oge-overlay"' not in view.details.value

@@ -74,3 +74,27 @@ def test_an_option_that_does_not_fit_the_file_exits_2(words: list[str], says: st
     done = run_cli("overlay", "zoo:mlp", str(path), *words, "--json")
     assert done.returncode == 2 and says in done.stderr and "Traceback" not in done.stderr
     assert json.loads(done.stdout)["error"]["exit_code"] == 2
+
+
+def test_an_ai_hub_profile_is_compared_with_the_qnn_htp_prediction(tmp_path: Path) -> None:
+    from tests.explorer.overlays.test_agreement import PROFILE as HUB
+
+    path = tmp_path / "hub.json"
+    path.write_text(json.dumps(HUB))
+    done = run_cli("overlay", "zoo:control_flow", str(path), "--input-shape", "x=2,16", "--json")
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert document["format"] == "ai-hub-profile" and document["mapped_nodes"] == 4  # the keys kept
+    compared = document["placement_vs_predicted"]
+    assert compared["target"] == "qnn-htp" and compared["share_agreeing"] == 0.25
+    assert compared["predicted_npu_measured_elsewhere"] == ["/Greater", "/branch/If"]
+    assert compared["measured_npu_predicted_elsewhere"] == ["/loop/Loop"]
+    text = run_cli("overlay", "zoo:control_flow", str(path))
+    assert text.returncode == 0, text.stderr
+    assert "qnn-htp predicted vs measured: 1 of 4 nodes agree (25.0%)" in text.stdout
+    assert "  /loop/Loop  Loop  predicted CPU, measured NPU" in text.stdout
+    other = tmp_path / "node_data.json"
+    other.write_text(json.dumps({"main_graph": {"results": {"/fc1/Gemm": {"value": 2}}}}))
+    assert "placement_vs_predicted" not in json.loads(
+        run_cli("overlay", "zoo:mlp", str(other), "--json").stdout
+    )
