@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import onnx
 import pytest
 
 from explorer.zoo import torch_exports as torch_zoo
@@ -247,6 +248,11 @@ def test_readme_commands_on_base_install(exports: dict[str, Path], base_env: Bas
     node_data = tmp_path / "node_data.json"  # overlay's FILE: Model Explorer node data, no ONNX Runtime run
     node_data.write_text('{"main_graph": {"results": {"no-such-node": {"value": 1}}}}')
     names["FILE"] = node_data
+    from explorer.runtimes.qdq_pairs import tiny_pair
+
+    for name, model in zip(("FLOAT.onnx", "QDQ.onnx"), tiny_pair(), strict=True):  # quant-error's pair
+        names[name] = tmp_path / name
+        onnx.save(model, names[name])
     lines = readme_commands()
     assert len(lines) >= 10 and any("ort-transformers:bert" in line for line in lines)
     failed = []

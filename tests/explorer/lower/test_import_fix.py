@@ -9,6 +9,7 @@ or ``--fix`` once the pass failed) make those computations constants.
 from __future__ import annotations
 
 import json
+import os
 import pickle
 from pathlib import Path
 from typing import Any
@@ -161,7 +162,9 @@ def test_fix_runs_onnxsim_whatever_the_compilers_failure_never_less_than_simplif
     assert own.value.fix == "export the model at opset 17"
 
 
-@pytest.mark.parametrize("op", ["Unique", "NonZero"])
+# NonZero (iree-compile ends in SIGABRT) takes the same path and passes, but took 436 s of the suite
+# in a clean run (the crashing compiles): Unique alone here; NonZero with OGE_LARGE_TESTS=1.
+@pytest.mark.parametrize("op", ["Unique", *(["NonZero"] if os.environ.get("OGE_LARGE_TESTS") == "1" else [])])
 def test_iree_lower_and_bench_with_fix_do_what_simplify_does_and_the_failure_offers_it(
     op: str, tmp_path: Path
 ) -> None:
