@@ -26,7 +26,7 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -42,6 +42,8 @@ __all__ = [
     "move_atomic",
     "save_model_atomic",
     "check_output_path",
+    "input_model_at",
+    "check_writable_folder",
     "new_file_mode",
     "CACHE_VARIABLE",
     "cache_folder",
@@ -273,25 +275,52 @@ def check_output_path(
         exists = target.exists()
     except OSError as err:  # a folder on the way this user may not enter
         raise OutputPathError(f"{target}: cannot write the output: {err.strerror or err}") from None
-    if exists and not force:
-        for source in sources:
-            with contextlib.suppress(OSError):  # not a file (zoo:NAME, missing): nothing to protect
-                if os.path.samefile(target, source):
-                    link = "" if os.path.abspath(target) == os.path.abspath(source) else " (through a link)"
-                    raise OutputPathError(
-                        f"{target}: the output is the input model {source}{link}; writing it would replace "
-                        "the input: choose another output path, or pass --force to replace it"
-                    )
-    try:
-        handle, probe = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".check", dir=folder)
-    except OSError as err:
+    if exists and not force and (same := input_model_at(target, sources)) is not None:
         raise OutputPathError(
-            f"{target}: cannot write in the folder {folder}: {err.strerror or err}"
-        ) from None
+            f"{target}: the output is the input model {same}; writing it would replace "
+            "the input: choose another output path, or pass --force to replace it"
+        )
+    check_writable_folder(folder, target)
+    return target
+
+
+def input_model_at(target: str | os.PathLike[str], sources: Iterable[str | os.PathLike[str]]) -> str | None:
+    """The input among ``sources`` that ``target`` is (the same file, or a hard or symbolic link to it),
+    as ``"SOURCE"`` or ``"SOURCE (through a link)"``; None when it is none of them.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> model = os.path.join(folder, "m.onnx")
+    >>> open(model, "wb").close(); os.symlink(model, os.path.join(folder, "link.onnx"))
+    >>> input_model_at(os.path.join(folder, "link.onnx"), ["zoo:mlp", model]) == f"{model} (through a link)"
+    True
+    """
+    for source in sources:
+        with contextlib.suppress(OSError):  # not a file (zoo:NAME, missing): nothing to protect
+            if os.path.samefile(target, source):
+                link = "" if os.path.abspath(target) == os.path.abspath(source) else " (through a link)"
+                return f"{source}{link}"
+    return None
+
+
+def check_writable_folder(folder: str | os.PathLike[str], what: str | os.PathLike[str]) -> None:
+    """Create and remove a temp file in ``folder``; raise :class:`OutputPathError` naming ``what``
+    when that cannot be done (a read-only folder, one this user may not write in).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> check_writable_folder(tempfile.mkdtemp(), "out.onnx")
+    """
+    try:
+        handle, probe = tempfile.mkstemp(prefix=".write-check.", suffix=".check", dir=folder)
+    except OSError as err:
+        raise OutputPathError(f"{what}: cannot write in the folder {folder}: {err.strerror or err}") from None
     os.close(handle)
     with contextlib.suppress(OSError):
         os.unlink(probe)
-    return target
 
 
 CACHE_VARIABLE = "ONNX_EXPLORER_CACHE"

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from explorer.core.errors import InvalidModelError, OutputPathError, UsageError
 from explorer.core.tensors import Shape
+from explorer.isolation.io import check_writable_folder, input_model_at
 
 if TYPE_CHECKING:
     import numpy as np
@@ -474,16 +475,6 @@ def plan_pieces(graph: ModelGraph, target: str | Target | Partitioning | Coverag
 # --------------------------------------------------------------------------- the folder
 
 
-def _probe_folder(folder: Path, what: str) -> None:
-    """Create and remove a temp folder in ``folder``: raise OutputPathError when that cannot be done."""
-    try:
-        probe = tempfile.mkdtemp(prefix=".split-check.", dir=folder)
-    except OSError as err:
-        raise OutputPathError(f"{what}: cannot write in the folder {folder}: {err.strerror or err}") from None
-    with contextlib.suppress(OSError):
-        os.rmdir(probe)
-
-
 def check_split_folder(
     folder: str | os.PathLike[str], inputs: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] = ()
 ) -> Path:
@@ -526,16 +517,10 @@ def check_split_folder(
     sources = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
     try:
         if target.exists() and not target.is_dir():
-            for source in sources:
-                with contextlib.suppress(OSError):  # not a file (zoo:NAME, missing): nothing to compare
-                    if os.path.samefile(target, source):
-                        link = (
-                            "" if os.path.abspath(target) == os.path.abspath(source) else " (through a link)"
-                        )
-                        raise OutputPathError(
-                            f"{target}: the split's output is the input model {source}{link}; give a folder "
-                            "(new or empty)"
-                        )
+            if (same := input_model_at(target, sources)) is not None:
+                raise OutputPathError(
+                    f"{target}: the split's output is the input model {same}; give a folder (new or empty)"
+                )
             raise OutputPathError(f"{target}: the split's output is a file; give a folder (new or empty)")
         parent = target.absolute().parent
         if not parent.is_dir():
@@ -557,7 +542,7 @@ def check_split_folder(
             f"{target}: the split's folder is not empty ({why}); a split is written as a whole into a "
             "new or empty folder: choose another"
         )
-    _probe_folder(parent, str(target))  # the pieces are staged beside the folder, then renamed into it
+    check_writable_folder(parent, target)  # the pieces are staged beside the folder, then renamed into it
     return target
 
 
