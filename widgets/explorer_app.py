@@ -70,7 +70,7 @@ from explorer.overlays import ai_hub
 from explorer.overlays.agreement import PlacementAgreement, placement_agreement
 from explorer.overlays.registry import read
 from explorer.overlays.value import Overlay
-from explorer.views.overlay_view import placement_agreement_html
+from explorer.views.overlay_view import could_not_read_html, placement_agreement_html
 from explorer.views.tables import html_table
 
 from .graph_view import GraphView
@@ -149,6 +149,8 @@ class Explorer(w.VBox):
     agreements : dict
         Overlay menu name -> :class:`~explorer.overlays.agreement.PlacementAgreement`, for the
         "predicted vs measured" entries an AI Hub profile adds.
+    measured : Overlay or None
+        The latest AI Hub profile opened; the Targets tab compares it with its prediction too.
     tabs : ipywidgets.Tab
         The tabs.
 
@@ -176,6 +178,7 @@ class Explorer(w.VBox):
         self.panels: dict[str, Any] = {}
         self.overlays: dict[str, Overlay] = {}
         self.agreements: dict[str, PlacementAgreement] = {}
+        self.measured: Overlay | None = None
         self.pipeline = pipeline
         self.lowering = lowering
         if compiler not in COMPILERS:
@@ -344,6 +347,7 @@ class Explorer(w.VBox):
         self.panels["Graph"] = self.graph_view
         had_overlays = bool(self.overlays)
         self.overlays, self.agreements = {}, {}  # they were read onto the model shown before
+        self.measured = None
         self.overlay_menu.options = [NO_OVERLAY]
         self.overlay_note.value = (
             "<i>overlays closed: they were read onto the model before</i>" if had_overlays else ""
@@ -422,11 +426,7 @@ class Explorer(w.VBox):
             if overlay.format == ai_hub.FORMAT and overlay.by_node("compute_unit"):
                 agreement = placement_agreement(self.graph, overlay, PREDICTED_TARGET)
         except Exception as err:  # the user's file: say which and why, keep what is shown
-            reason = str(err)
-            if is_file:
-                path = os.fspath(source)
-                reason = reason.removeprefix(f"{path}: ").replace(path, label)
-            self.overlay_note.value = f"<b>could not read</b> {html.escape(label)}: {html.escape(reason)}"
+            self.overlay_note.value = could_not_read_html(label, err, source if is_file else None)
             raise
         key = f"{overlay.name or overlay.format} ({short})"
         self.overlays[key] = overlay
@@ -434,6 +434,9 @@ class Explorer(w.VBox):
             compared = f"{agreement.target}: predicted vs measured ({short})"
             self.overlays[compared] = agreement.to_overlay()
             self.agreements[compared] = agreement
+            self.measured = overlay
+            if "Targets" in self.panels:  # its own comparison follows the latest measured profile
+                self.panels["Targets"].compare_measured(overlay)
         self.overlay_menu.options = [NO_OVERLAY, *self.overlays]
         if self.overlay_menu.value == key:
             self._show_overlay(key)
@@ -609,7 +612,10 @@ class Explorer(w.VBox):
         from .coverage_panel import DEFAULT_TARGETS, CoveragePanel
 
         panel = CoveragePanel(
-            self.graph, targets=self.targets or DEFAULT_TARGETS, input_shapes=self.concrete_shapes() or None
+            self.graph,
+            targets=self.targets or DEFAULT_TARGETS,
+            input_shapes=self.concrete_shapes() or None,
+            measured=self.measured,  # the latest AI Hub profile opened in the overlay menu
         )
         panel.view.on_select(self._selected_in_view)
         self._place("Targets", panel)

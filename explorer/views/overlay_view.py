@@ -1,6 +1,7 @@
 """An overlay (:class:`~explorer.overlays.value.Overlay`, another tool's data or ours) as colourings
-of our graph, as rows of the details panel and as a report section: pure functions, the widgets
-and the report only show them.
+of our graph, as rows of the details panel and as a report section, a measured placement against
+the predicted one as a table (:func:`placement_agreement_html`) and a file that could not be read as
+one line (:func:`could_not_read_html`): pure functions, the widgets and the report only show them.
 
 Time and numeric values are continuous (the graph's colour scale); compute unit, provider and
 string values (placements, reasons) are categories, each in the colour the file gives its nodes
@@ -17,12 +18,14 @@ Examples
 from __future__ import annotations
 
 import html
+import os
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from explorer.views.tables import html_table
 
 if TYPE_CHECKING:
-    from explorer.overlays.agreement import PlacementAgreement
+    from explorer.overlays.agreement import NodeAgreement, PlacementAgreement
     from explorer.overlays.value import NodeValue, Overlay
 
 __all__ = [
@@ -32,6 +35,7 @@ __all__ = [
     "overlay_details_html",
     "overlay_section",
     "placement_agreement_html",
+    "could_not_read_html",
 ]
 
 COLORED_FIELDS = ("time_ms", "value", "compute_unit", "provider")
@@ -175,17 +179,75 @@ def overlay_section(overlay: Overlay, shown: int = _SHOWN) -> str:
     )
 
 
-def placement_agreement_html(agreement: PlacementAgreement, shown: int = _SHOWN) -> str:
+def could_not_read_html(label: str, err: BaseException, path: str | os.PathLike[str] | None = None) -> str:
+    """The line that says a file (or parsed value) could not be read, and why: ``could not read LABEL:
+    REASON``, the reason naming the file as ``label`` does (not as ``path``, e.g. an upload's private
+    copy) and never a traceback.
+
+    Parameters
+    ----------
+    label : str
+        How the user knows the file: its path, or the name of the file uploaded.
+    err : BaseException
+        What reading it raised.
+    path : str or path-like, optional
+        The path read, where it is a file: a reason starting with it loses it, and elsewhere in the
+        reason it becomes ``label``.
+
+    Examples
+    --------
+    >>> could_not_read_html("hub.json", ValueError("/tmp/x/hub.json: not valid JSON"), "/tmp/x/hub.json")
+    '<b>could not read</b> hub.json: not valid JSON'
+    >>> could_not_read_html("<value>", ValueError("no node has a compute unit"))
+    '<b>could not read</b> &lt;value&gt;: no node has a compute unit'
+    """
+    reason = str(err)
+    if path is not None:
+        where = os.fspath(path)
+        reason = reason.removeprefix(f"{where}: ").replace(where, label)
+    return f"<b>could not read</b> {html.escape(label)}: {html.escape(reason)}"
+
+
+def _agreement_rows(nodes: Sequence[NodeAgreement], shown: int) -> list[tuple[str, ...]]:
+    """Nodes of a placement agreement as table rows (node, op, predicted, measured, reasons), the first
+    ``shown`` of them and a row saying how many more."""
+    from explorer.overlays.agreement import NOT_MEASURED
+
+    rows = [
+        (
+            f"<code>{html.escape(n.node)}</code>",
+            html.escape(n.op),
+            html.escape(n.predicted),
+            html.escape(n.measured) if n.measured is not None else f"<i>{NOT_MEASURED}</i>",
+            html.escape(n.reasons),
+        )
+        for n in nodes[:shown]
+    ]
+    if len(nodes) > shown:
+        rows.append((f"... {len(nodes) - shown} more", "", "", "", ""))
+    return rows
+
+
+def placement_agreement_html(
+    agreement: PlacementAgreement, shown: int = _SHOWN, *, with_not_measured: bool = False
+) -> str:
     """A measured placement against the predicted one (:func:`explorer.overlays.placement_agreement`):
-    the summary, the node count per category, and the disagreeing nodes with the target's reasons.
+    the summary, the node count per category, the disagreeing nodes with the target's reasons (those
+    predicted on the NPU that ran elsewhere and the reverse, in graph order) and, with
+    ``with_not_measured``, the nodes the measured file says nothing about; at most ``shown`` of each.
 
     Examples
     --------
     >>> from explorer.overlays.agreement import NodeAgreement, PlacementAgreement
     >>> rows = (NodeAgreement("a", "Relu", "NPU", "NPU", True),
-    ...         NodeAgreement("b", "Add", "NPU", "CPU", False))
+    ...         NodeAgreement("b", "Add", "NPU", "CPU", False),
+    ...         NodeAgreement("c", "Loop", "CPU", None, None, "no Loop"))
     >>> text = placement_agreement_html(PlacementAgreement("qnn-htp", "m", "hub.json", rows))
-    >>> "1 of 2 nodes agree" in text and "<td><code>b</code></td>" in text
+    >>> "1 of 2 nodes agree" in text, "<td><code>b</code></td>" in text, "<td><code>c</code></td>" in text
+    (True, True, False)
+    >>> text = placement_agreement_html(PlacementAgreement("qnn-htp", "m", "hub.json", rows),
+    ...                                 with_not_measured=True)
+    >>> "<td><code>c</code></td>" in text and "oge-agreement-not-measured" in text
     True
     """
     counts = html_table(
@@ -193,29 +255,19 @@ def placement_agreement_html(agreement: PlacementAgreement, shown: int = _SHOWN)
         ("predicted vs measured", "nodes"),
         attrs={"class": "oge-agreement-counts"},
     )
-    disagreeing = [n for n in agreement.nodes if n.agrees is False]
-    rows = [
-        (
-            f"<code>{html.escape(n.node)}</code>",
-            html.escape(n.op),
-            html.escape(n.predicted),
-            html.escape(n.measured or ""),
-            html.escape(n.reasons),
-        )
-        for n in disagreeing[:shown]
+    columns = ("node", "op", "predicted", "measured", "why the target does not take it")
+    unmeasured = set(agreement.not_measured) if with_not_measured else set()
+    tables = [
+        ([n for n in agreement.nodes if n.agrees is False], "oge-agreement-nodes"),
+        ([n for n in agreement.nodes if n.node in unmeasured], "oge-agreement-not-measured"),
     ]
-    if len(disagreeing) > shown:
-        rows.append((f"... {len(disagreeing) - shown} more", "", "", "", ""))
-    table = (
-        html_table(
-            rows,
-            ("node", "op", "predicted", "measured", "why the target does not take it"),
-            attrs={"class": "oge-agreement-nodes"},
-        )
-        if rows
-        else ""
+    shown_tables = "".join(
+        html_table(_agreement_rows(nodes, shown), columns, attrs={"class": css})
+        for nodes, css in tables
+        if nodes
     )
     source = f" <small>({html.escape(agreement.measured_from)})</small>" if agreement.measured_from else ""
     return (
-        f'<div class="oge-agreement"><p>{html.escape(agreement.summary())}{source}</p>{counts}{table}</div>'
+        f'<div class="oge-agreement"><p>{html.escape(agreement.summary())}{source}</p>'
+        f"{counts}{shown_tables}</div>"
     )

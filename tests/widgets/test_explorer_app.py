@@ -222,6 +222,9 @@ def test_an_ai_hub_upload_adds_its_placement_against_the_qnn_htp_prediction() ->
     assert "<td><code>/Greater</code></td>" in app.overlay_note.value  # the disagreeing nodes' table
     app.select("/Greater")
     assert "predicted NPU, measured CPU" in view.details.value
+    targets = app.compute("Targets")  # built after the upload: it compares the same profile
+    assert targets.agreement is not None and targets.agreement.share_agreeing == 0.25
+    assert "1 of 4 nodes agree (25.0%)" in targets.measured_table.value
 
 
 @pytest.mark.parametrize(
