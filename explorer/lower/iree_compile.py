@@ -42,6 +42,16 @@ from typing import Any
 
 from explorer.core.errors import LoweringError
 from explorer.isolation import worker
+from explorer.lower.iree_parameters import (
+    MIN_PARAMETER_ELEMENTS,
+    PARAMETER_SCOPE,
+    PARAMETERS_FROM_BYTES,
+    encode_parameters,
+    encoder_flags,
+    parameters_path,
+    uses_parameters,
+    write_parameter_archive,
+)
 
 __all__ = [
     "PHASES",
@@ -149,7 +159,13 @@ def elided_text(module: Any) -> str:
     return module.operation.get_asm(enable_debug_info=True, assume_verified=True, **_PRINT_LIMITS)
 
 
-def _load_for_import(path: str, input_shapes: Mapping[str, Sequence[int]] | None) -> tuple[Any, dict]:
+def _load_for_import(
+    path: str, input_shapes: Mapping[str, Sequence[int]] | None, parameters_from: int | None = None
+) -> tuple[Any, dict, bool]:
+    """The model ready for IREE's importer: opset, fixed shapes, inferred types; and whether its
+    large weights go to a parameter archive (when they reach ``parameters_from`` bytes; None: never),
+    in which case only the small external tensors are read (the archive copies the others file to
+    file)."""
     import onnx
 
     from explorer.onnx_adapter.input_shapes import fix_input_shapes
@@ -157,6 +173,7 @@ def _load_for_import(path: str, input_shapes: Mapping[str, Sequence[int]] | None
     from explorer.onnx_adapter.weights import external_tensors
 
     model = onnx.load(path, load_external_data=False)
+    parameters = parameters_from is not None and uses_parameters(model, parameters_from)
     external = bool(external_tensors(model))  # inferred on the structure alone, the weights read once after
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), IMPORT_OPSET)
     if opset < IMPORT_OPSET and external:  # the converter may rewrite a weight: it gets them all
@@ -176,7 +193,9 @@ def _load_for_import(path: str, input_shapes: Mapping[str, Sequence[int]] | None
     fix_input_shapes(model, shapes, path, allow_empty=True)  # a decoder's prompt: a past of 0
     try:
         model = onnx.shape_inference.infer_shapes(model, data_prop=True)
-        if external:
+        if external and parameters:  # only what stays inline; the archive takes the rest from the file
+            _load_small_external(model, os.path.dirname(os.path.abspath(path)))
+        elif external:
             onnx.load_external_data_for_model(model, os.path.dirname(os.path.abspath(path)))
     except ValueError:  # over the protobuf limit: infer on the file, as iree-import-onnx does
         with tempfile.TemporaryDirectory() as folder:
@@ -184,18 +203,44 @@ def _load_for_import(path: str, input_shapes: Mapping[str, Sequence[int]] | None
             onnx.save(model, staged, save_as_external_data=True)
             onnx.shape_inference.infer_shapes_path(staged, staged, data_prop=True)
             model = onnx.load(staged)
-    return model, shapes
+    return model, shapes, parameters
 
 
-def import_onnx(path: str, input_shapes: Mapping[str, Sequence[int]] | None, out_path: str) -> dict[str, Any]:
-    """Import an ONNX file into IREE's torch dialect and write the module (weights included) to ``out_path``
-    as MLIR bytecode (``iree-compile`` reads it; the weights stay bytes, not hex text twice their size).
+def _load_small_external(model: Any, base_dir: str) -> None:
+    """Read into the model the external tensors that stay inline (under :data:`MIN_PARAMETER_ELEMENTS`)."""
+    import math
+
+    from explorer.onnx_adapter.weights import external_span, external_tensors, read_span
+
+    for tensor in external_tensors(model):
+        if math.prod(tensor.dims) < MIN_PARAMETER_ELEMENTS:
+            tensor.raw_data = read_span(external_span(tensor, Path(base_dir)))
+            tensor.data_location = tensor.DEFAULT
+            del tensor.external_data[:]
+
+
+def import_onnx(
+    path: str,
+    input_shapes: Mapping[str, Sequence[int]] | None,
+    out_path: str,
+    parameters_from: int | None = PARAMETERS_FROM_BYTES,
+) -> dict[str, Any]:
+    """Import an ONNX file into IREE's torch dialect and write the module to ``out_path`` as MLIR
+    bytecode (``iree-compile`` reads it; the weights stay bytes, not hex text twice their size).
+
+    The weights go inside the module, unless they reach ``parameters_from`` bytes
+    (:data:`~explorer.lower.iree_parameters.PARAMETERS_FROM_BYTES`; None: never): then every
+    initializer of :data:`~explorer.lower.iree_parameters.MIN_PARAMETER_ELEMENTS` or more becomes
+    a parameter of scope ``model`` (:mod:`explorer.lower.iree_parameters`), named in the module and
+    never read here: the compiler does not need the values, and :func:`build_vmfb` writes them for
+    the runtime.
 
     Returns
     -------
     dict
-        ``inputs`` (the fixed input shapes), ``seconds`` and ``text``: the module with its
-        weights elided and its locations (the ONNX node names).
+        ``inputs`` (the fixed input shapes), ``seconds``, ``text``: the module with its
+        weights elided and its locations (the ONNX node names), and ``parameters``: the
+        (archive key, initializer) pairs the module names (empty when the weights are inside it).
 
     Raises
     ------
@@ -210,8 +255,11 @@ def import_onnx(path: str, input_shapes: Mapping[str, Sequence[int]] | None, out
     >>> folder = tempfile.mkdtemp()
     >>> save_model(zoo.build("mlp"), os.path.join(folder, "m.onnx"))
     >>> out = import_onnx(os.path.join(folder, "m.onnx"), None, os.path.join(folder, "m.mlirbc"))
-    >>> 'torch.operator "onnx.Gemm"' in out["text"]
-    True
+    >>> 'torch.operator "onnx.Gemm"' in out["text"], out["parameters"]
+    (True, [])
+    >>> named = import_onnx(os.path.join(folder, "m.onnx"), None, os.path.join(folder, "p.mlirbc"), 0)
+    >>> [key for key, _ in named["parameters"]]
+    ['fc1.weight', 'fc2.weight']
     """
     from iree.compiler import ir
     from iree.compiler.extras import onnx_importer
@@ -219,12 +267,15 @@ def import_onnx(path: str, input_shapes: Mapping[str, Sequence[int]] | None, out
     from explorer.isolation.process_memory import release_freed_memory
 
     started = time.perf_counter()
-    model, shapes = _load_for_import(path, input_shapes)
+    model, shapes, parameters = _load_for_import(path, input_shapes, parameters_from)
     context = ir.Context()
     try:
         info = onnx_importer.ModelInfo(model)
         module = info.create_module(context=context).operation
-        importer = onnx_importer.NodeImporter.define_function(info.main_graph, module)
+        if parameters:
+            importer = _parameter_importer(info, module)
+        else:
+            importer = onnx_importer.NodeImporter.define_function(info.main_graph, module)
         importer.import_all()
         module.verify()
     except (onnx_importer.OnnxImportError, ir.MLIRError, ValueError, KeyError) as err:
@@ -232,12 +283,37 @@ def import_onnx(path: str, input_shapes: Mapping[str, Sequence[int]] | None, out
             f"{type(err).__name__}: {err}".strip(), pass_name="ONNX import", compiler="IREE"
         ) from None
     text = module.get_asm(enable_debug_info=True, assume_verified=True, **_PRINT_LIMITS)
+    named = []
+    if parameters:  # the initializers the module names (their values stay where they are)
+        initializers = info.main_graph.initializer_map
+        named = [(key, initializers[name]) for name, key in importer.globals]
     del importer, info, model  # the ONNX weights: the module holds its own copy now
     with open(out_path, "wb") as handle:  # bytecode: the weights as bytes, not as hex text twice their size
         module.write_bytecode(handle)
     del module, context
     release_freed_memory()  # before iree-compile starts beside this process
-    return {"inputs": shapes, "seconds": time.perf_counter() - started, "text": text}
+    return {
+        "inputs": shapes,
+        "seconds": time.perf_counter() - started,
+        "text": text,
+        "parameters": named,
+    }
+
+
+def _parameter_importer(info: Any, module: Any) -> Any:
+    """IREE's own externalising importer (``iree-import-onnx --externalize-params``'s), set to our scope
+    and threshold; it only names the parameters (the archive is written by us, from the file)."""
+    from iree.compiler.tools.import_onnx.importer_externalization_overrides import IREENodeImporter, ParamData
+
+    settings = ParamData(
+        param_bit_threshold=None,
+        num_elements_threshold=MIN_PARAMETER_ELEMENTS,
+        params_scope=PARAMETER_SCOPE,
+        data_dir="",
+        param_path="",
+        input_index_threshold=None,
+    )
+    return IREENodeImporter.define_function(info.main_graph, module, settings)
 
 
 def compile_mlir(
@@ -432,14 +508,18 @@ def build_vmfb(
     target: str = "llvm-cpu",
     cpu: str = "host",
     extra_flags: Sequence[str] = (),
+    parameters_from: int = PARAMETERS_FROM_BYTES,
 ) -> dict[str, Any]:
-    """Import an ONNX file and compile it into an IREE VM module at ``out_path`` (the runtime's input).
+    """Import an ONNX file and compile it into an IREE VM module at ``out_path`` (the runtime's input);
+    weights of ``parameters_from`` bytes or more go to a parameter archive beside it (:func:`import_onnx`).
 
     Returns
     -------
     dict
-        ``vmfb`` (the path), ``inputs`` (fixed input shapes), ``import_seconds``,
-        ``compile_seconds``, ``function`` (the entry point's name: the ONNX graph's).
+        ``vmfb`` (the path), ``parameters`` (the parameter archive beside it,
+        :func:`~explorer.lower.iree_parameters.parameters_path`, or None when the weights are inside
+        the module), ``inputs`` (fixed input shapes), ``import_seconds``, ``compile_seconds``,
+        ``function`` (the entry point's name: the ONNX graph's).
 
     Raises
     ------
@@ -459,13 +539,28 @@ def build_vmfb(
     ('mlp', {'input': [2, 1, 28, 28]})
     """
     folder = Path(out_path).parent
+    archive = parameters_path(out_path)
+    if os.path.lexists(archive):  # an earlier build's: never loaded with this module
+        os.unlink(archive)
     with tempfile.TemporaryDirectory(dir=folder) as scratch:
         mlir_path = os.path.join(scratch, "model.mlirbc")
-        imported = import_onnx(path, input_shapes, mlir_path)
-        compiled = compile_mlir(mlir_path, out_path, target=target, cpu=cpu, extra_flags=extra_flags)
+        imported = import_onnx(path, input_shapes, mlir_path, parameters_from)
+        named = imported["parameters"]
+        encoder = os.path.join(scratch, "encoder.mlirbc")
+        flags = [*extra_flags, *(encoder_flags(encoder) if named else [])]
+        compiled = compile_mlir(mlir_path, out_path, target=target, cpu=cpu, extra_flags=flags)
+        if named:
+            base_dir = os.path.dirname(os.path.abspath(path))
+            worker.report(None, "IREE: writing the weights as parameters")
+            if os.path.exists(encoder):  # packed ahead of time, one weight at a time
+                compile_mlir(encoder, os.path.join(scratch, "encoder.vmfb"), target=target, cpu=cpu)
+                encode_parameters(os.path.join(scratch, "encoder.vmfb"), named, base_dir, archive, path)
+            else:
+                write_parameter_archive(named, base_dir, archive, path)
     function = re.search(r"func\.func @\"?([^\"(\s]+)", imported["text"])
     return {
         "vmfb": out_path,
+        "parameters": archive if imported["parameters"] else None,
         "inputs": imported["inputs"],
         "import_seconds": imported["seconds"],
         "compile_seconds": compiled["seconds"],

@@ -47,6 +47,13 @@ from typing import Any
 
 import numpy as np
 
+from explorer.lower.iree_parameters import (
+    PARAMETER_SCOPES,
+    PARAMETERS_FROM_BYTES,
+    encoder_flags,
+    parameters_path,
+)
+
 __all__ = [
     "PROFILING_MODE",
     "call_sites",
@@ -120,9 +127,11 @@ def dispatch_sites(
     *,
     target: str = "llvm-cpu",
     extra_flags: Sequence[str] = (),
+    parameters_from: int = PARAMETERS_FROM_BYTES,
 ) -> dict[str, list[dict[str, Any]]]:
     """The ONNX model at ``path`` imported and compiled to IREE's ``flow`` phase (as
-    :func:`explorer.lower.iree_compile.build_vmfb` compiles it, up to there): :func:`call_sites`.
+    :func:`explorer.lower.iree_compile.build_vmfb` compiles it, up to there, weights as parameters
+    from ``parameters_from`` bytes on as there): :func:`call_sites`.
 
     Examples
     --------
@@ -138,8 +147,9 @@ def dispatch_sites(
 
     with tempfile.TemporaryDirectory(prefix="iree-flow-") as folder:
         mlir, flow = os.path.join(folder, "model.mlirbc"), os.path.join(folder, "model.flow.mlir")
-        import_onnx(path, input_shapes, mlir)
-        compile_mlir(mlir, flow, target=target, extra_flags=[*extra_flags, "--compile-to=flow"])
+        named = import_onnx(path, input_shapes, mlir, parameters_from)["parameters"]
+        encoding = encoder_flags(os.path.join(folder, "encoder.mlirbc")) if named else []  # as build_vmfb
+        compile_mlir(mlir, flow, target=target, extra_flags=[*extra_flags, *encoding, "--compile-to=flow"])
         text = Path(flow).read_text(encoding="utf-8")
     return call_sites(text)
 
@@ -189,6 +199,7 @@ def dispatch_times(
         command = [
             _tool("iree-benchmark-module"),
             f"--module={vmfb}",
+            *_parameter_flags(vmfb),
             f"--device={driver}",
             f"--function={function}",
             f"--benchmark_min_time={int(runs) + 1}x",
@@ -232,6 +243,14 @@ def dispatch_times(
         ]
         for group in grouped
     ]
+
+
+def _parameter_flags(vmfb: str) -> list[str]:
+    """The tools' flag that loads the module's parameter archive, where it has one."""
+    archive = parameters_path(vmfb)
+    return (
+        [f"--parameters={scope}={archive}" for scope in PARAMETER_SCOPES] if os.path.exists(archive) else []
+    )
 
 
 _DISPATCH = re.compile(r".*(dispatch_\d+)(?:_(.*))?$")

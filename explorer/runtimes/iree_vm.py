@@ -18,6 +18,7 @@ Examples
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -91,6 +92,9 @@ def load_iree_function(vmfb: str, function: str, driver: str) -> tuple[Any, Any]
     """Load the VM module at ``vmfb`` (memory-mapped) on ``driver``'s device; its entry point
     ``function`` and the device (to place inputs on).
 
+    A module built with its weights as parameters gets its archive
+    (:func:`~explorer.lower.iree_parameters.parameters_path`) memory-mapped beside it.
+
     Examples
     --------
     >>> import os, tempfile
@@ -106,8 +110,20 @@ def load_iree_function(vmfb: str, function: str, driver: str) -> tuple[Any, Any]
     """
     import iree.runtime as rt
 
-    module = rt.load_vm_flatbuffer_file(vmfb, driver=driver)
-    return module[function], rt.get_device(driver)
+    from explorer.lower.iree_parameters import PARAMETER_SCOPES, parameters_path
+
+    archive = parameters_path(vmfb)
+    if not os.path.exists(archive):
+        module = rt.load_vm_flatbuffer_file(vmfb, driver=driver)
+        return module[function], rt.get_device(driver)
+    config = rt.Config(device=rt.get_device(driver))
+    index = rt.ParameterIndex()
+    index.load(archive)  # mapped: the packed weights are used where they lie
+    providers = [index.create_provider(scope=scope) for scope in PARAMETER_SCOPES]  # the module asks one
+    parameters = rt.create_io_parameters_module(config.vm_instance, *providers)
+    main = rt.VmModule.mmap(config.vm_instance, vmfb)
+    context = rt.SystemContext(vm_modules=[parameters, main], config=config)
+    return context.modules[main.name][function], config.device
 
 
 def bind_iree_inputs(device: Any, feeds: Mapping[str, np.ndarray], names: Sequence[str] = ()) -> list[Any]:
