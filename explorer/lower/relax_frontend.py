@@ -20,13 +20,17 @@ Examples
 
 from __future__ import annotations
 
+import mmap
 import os
 import re
 import time
 import warnings
+import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from explorer.lower.relax_exprs import operands
 from explorer.lower.relax_graph_data import module_counts, relax_graph_data
@@ -38,10 +42,17 @@ __all__ = [
     "importer_ops",
     "run_importer",
     "import_origins",
+    "constant_tensor",
+    "release_constant",
 ]
 
 IMPORTER = "TVM's Relax ONNX importer (tvm.relax.frontend.onnx.from_onnx)"
 """Who converts ONNX to Relax, as named in failure reasons."""
+
+_TVM_ALIGNMENT = 64
+"""The data alignment TVM's tensors have (a mapped weight at another offset is copied)."""
+
+_MAPPED: dict[int, weakref.ref[np.memmap]] = {}  # data pointer -> the mapping a constant is made of
 
 _HANDLED_OUTSIDE_THE_MAP = {"If", "Constant"}
 
@@ -112,6 +123,54 @@ def import_relax_module(
         "tvm": tvm.__version__,
     }
     return described, mod, origins
+
+
+def constant_tensor(array: np.ndarray) -> Any:
+    """A TVM tensor of ``array``'s values: the mapped file itself (no copy) for an external weight
+    mapped copy-on-write (:func:`~explorer.onnx_adapter.weights.tensor_array` with ``mode="c"``),
+    so the imported weights stay file pages the kernel can drop and read again rather than memory
+    the process holds; a copy for anything else (in-memory values, or a mapping TVM cannot take:
+    not 64-byte aligned, not contiguous).
+
+    Examples
+    --------
+    >>> constant_tensor(np.arange(3, dtype=np.float32)).numpy().tolist()
+    [0.0, 1.0, 2.0]
+    >>> constant_tensor(np.array(3, np.int64)).shape  # a scalar stays a scalar
+    ()
+    """
+    import tvm
+
+    mapped = isinstance(array, np.memmap) and array.flags.writeable and array.flags.c_contiguous
+    if mapped and array.ctypes.data % _TVM_ALIGNMENT == 0:
+        _MAPPED[array.ctypes.data] = weakref.ref(array)
+        return tvm.runtime.from_dlpack(array)  # keeps the mapping alive as long as the tensor
+    return tvm.runtime.tensor(array)  # (as the importer does: a 0-d value stays 0-d)
+
+
+def release_constant(tensor: Any) -> bool:
+    """Hand back the pages of a constant :func:`constant_tensor` mapped from its file (they are read
+    again from the file if it is used after); whether it was such a mapping.
+
+    Examples
+    --------
+    >>> release_constant(constant_tensor(np.ones(4, np.float32)))  # in memory: nothing to hand back
+    False
+    """
+    try:
+        pointer = np.from_dlpack(tensor).ctypes.data
+    except (BufferError, TypeError, RuntimeError):
+        return False
+    array = _MAPPED.get(pointer, lambda: None)()
+    if array is None:
+        return False
+    mapping = array
+    while mapping is not None and getattr(mapping, "_mmap", None) is None:
+        mapping = mapping.base if isinstance(mapping.base, np.ndarray) else None
+    if mapping is None or mapping._mmap is None:
+        return False
+    mapping._mmap.madvise(mmap.MADV_DONTNEED)  # private, never written: the file's pages come back
+    return True
 
 
 def run_importer(
@@ -187,13 +246,19 @@ def run_importer(
 
     def mapped(tensor: Any) -> Any:
         return (
-            tensor_array(tensor, base_dir, os.fspath(path))
+            tensor_array(tensor, base_dir, os.fspath(path), mode="c")
             if base_dir is not None
             else original_get_numpy(tensor)
         )
 
+    original_parse_array = importer._parse_array
+
+    def parse_array(self: Any, tensor: Any) -> Any:
+        return constant_tensor(onnx_frontend.get_numpy(tensor).reshape(tuple(tensor.dims)))
+
     importer._convert_operator = tracked  # the worker's own copy of TVM: nothing else sees it
     importer.from_onnx = keep
+    importer._parse_array = parse_array
     onnx_frontend.get_numpy = mapped
     try:
         with warnings.catch_warnings():  # TVM runs onnx's checker, which looks for external data in the cwd
@@ -217,6 +282,7 @@ def run_importer(
     finally:
         importer._convert_operator = original
         importer.from_onnx = original_from_onnx
+        importer._parse_array = original_parse_array
         onnx_frontend.get_numpy = original_get_numpy
     elapsed = time.perf_counter() - started
     importer_used = importers[0] if importers else None

@@ -246,7 +246,8 @@ PREPACKED_SUFFIX = "_prepacked"
 
 def finish_tuned(module: Any, target: Any, work_dir: str) -> Any:
     """Apply the database, then split each kernel's weight-layout rewrite out and fold it on the
-    constant weights: the weights are repacked once, at build time, not at every call.
+    constant weights: the weights are repacked once, at build time, not at every call, one weight at
+    a time (:func:`~explorer.lower.weight_prepack.fold_weight_prepacks`), then the rest folded.
 
     Examples
     --------
@@ -263,14 +264,13 @@ def finish_tuned(module: Any, target: Any, work_dir: str) -> Any:
     import tvm
     from tvm import relax
 
+    from explorer.lower.weight_prepack import fold_weight_prepacks
+
     with target:
-        return tvm.transform.Sequential(
-            [
-                relax.transform.MetaScheduleApplyDatabase(work_dir),
-                relax.transform.SplitLayoutRewritePreproc(),
-                relax.transform.FoldConstant(),
-            ]
+        split = tvm.transform.Sequential(
+            [relax.transform.MetaScheduleApplyDatabase(work_dir), relax.transform.SplitLayoutRewritePreproc()]
         )(module)
+        return relax.transform.FoldConstant()(fold_weight_prepacks(split, target))
 
 
 def measure_tasks(

@@ -500,7 +500,9 @@ def read_span(span: ExternalSpan) -> bytes:
         return handle.read(span.length)
 
 
-def tensor_array(tensor: TensorProto, base_dir: Path | None, label: str = "<model>") -> np.ndarray:
+def tensor_array(
+    tensor: TensorProto, base_dir: Path | None, label: str = "<model>", *, mode: str = "r"
+) -> np.ndarray:
     """The values of a tensor; external data is memory-mapped read-only, not read into memory.
 
     Parameters
@@ -511,6 +513,10 @@ def tensor_array(tensor: TensorProto, base_dir: Path | None, label: str = "<mode
         The folder external data resolves against (``None``: the tensor must be in memory).
     label : str
         The model's name in error messages.
+    mode : {"r", "c"}
+        How external data is mapped: ``"r"`` read-only; ``"c"`` copy-on-write (a writable array
+        whose writes stay in this process and never reach the file: what libraries that refuse
+        read-only buffers, such as DLPack consumers, take without a copy).
 
     Raises
     ------
@@ -541,7 +547,9 @@ def tensor_array(tensor: TensorProto, base_dir: Path | None, label: str = "<mode
         copy.data_location = TensorProto.DEFAULT
         copy.raw_data = read_span(span)
         return numpy_helper.to_array(copy)
-    return np.memmap(span.path, dtype=dtype, mode="r", offset=span.offset, shape=shape)
+    if mode not in ("r", "c"):
+        raise ValueError(f"mode must be 'r' or 'c', not {mode!r}")
+    return np.memmap(span.path, dtype=dtype, mode=mode, offset=span.offset, shape=shape)
 
 
 def _is_external(tensor: TensorProto) -> bool:
