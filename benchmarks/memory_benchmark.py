@@ -12,6 +12,9 @@ is read every 50 ms. Each row prints:
   same form (``tiny``: two 64x64 layers), i.e. the processes and libraries with no weights to
   speak of (TVM imports torch: about 0.5 GB before any model); ``x_net``: (peak - base) over the
   model's size, the memory the weights cost;
+- ``x_anon``: the same for anonymous memory only (resident less file-backed: a weights file
+  mapped read-only is page cache the kernel drops and reads again under pressure, so this is what
+  the machine must hold; the verdict stays on ``x_net``);
 - ``seconds`` and ``exit``: wall time and exit code (3: refused, or a model the runtime cannot take);
 - ``verdict``: ``ok`` (exit 0 and ``x_net`` within 1.5x: the bound is on what the weights cost,
   not on the libraries a 0.5 GB model cannot amortise), ``refused`` (exit 3 in under 2 s, the reason printed),
@@ -84,14 +87,16 @@ class Row:
     x_size: float
     base_gib: float
     x_net: float
+    x_anon: float
     seconds: float
     exit: int
     verdict: str
     said: str
 
 
-def _peak(words: list[str], kill_bytes: int, timeout: float) -> tuple[int, float, int, str]:
-    """Run ``onnx-explorer WORDS``; return (peak tree RSS, seconds, exit code, last stderr line)."""
+def _peak(words: list[str], kill_bytes: int, timeout: float) -> tuple[int, int, float, int, str]:
+    """Run ``onnx-explorer WORDS``; return (peak tree RSS, peak anonymous, seconds, exit code, last
+    stderr line)."""
     started = time.perf_counter()
     process = subprocess.Popen(
         [sys.executable, "-m", "explorer.cli", *words],
@@ -99,11 +104,12 @@ def _peak(words: list[str], kill_bytes: int, timeout: float) -> tuple[int, float
         stderr=subprocess.PIPE,
         text=True,
     )
-    peak, stopped = 0, ""
+    peak, anon, stopped = 0, 0, ""
     lines: list[str] = []
     reader = _drain(process, lines)
     while process.poll() is None:
         peak = max(peak, tree_memory(process.pid).rss_bytes)
+        anon = max(anon, _tree_anonymous(process.pid))
         if peak > kill_bytes or time.perf_counter() - started > timeout:
             stopped = (
                 f"stopped by the benchmark at {peak / GIB:.1f} GiB / {time.perf_counter() - started:.0f} s"
@@ -114,7 +120,24 @@ def _peak(words: list[str], kill_bytes: int, timeout: float) -> tuple[int, float
         time.sleep(0.05)
     reader.join()
     seconds = time.perf_counter() - started
-    return peak, seconds, process.returncode, stopped or (lines[-1].strip() if lines else "")
+    return peak, anon, seconds, process.returncode, stopped or (lines[-1].strip() if lines else "")
+
+
+def _tree_anonymous(pid: int) -> int:
+    """The tree's resident memory that is not file-backed (RSS less shared: mapped files, which the
+    kernel can drop and read again, are left out): what the machine must hold."""
+    total = 0
+    try:
+        processes = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
+    except psutil.Error:
+        return 0
+    for process in processes:
+        try:
+            info = process.memory_info()
+        except psutil.Error:
+            continue
+        total += info.rss - getattr(info, "shared", 0)
+    return total
 
 
 def _drain(process: subprocess.Popen[str], lines: list[str]) -> object:
@@ -152,19 +175,20 @@ def _run(spec: dict, name: str, command: str, folder: Path, kill_gib: float, tim
         w.replace("MODEL", str(path)).replace("OUT", str(out)).replace("HIDDEN", str(spec["hidden"]))
         for w in COMMANDS[command]
     ]
-    peak, seconds, code, said = _peak(words, int(kill_gib * GIB), timeout)
+    peak, anon, seconds, code, said = _peak(words, int(kill_gib * GIB), timeout)
     shutil.rmtree(out, ignore_errors=True)
-    return size, peak, seconds, code, said
+    return size, peak, anon, seconds, code, said
 
 
 def measure(model: str, command: str, folder: Path, kill_gib: float, timeout: float) -> Row:
     """Run one command on the baseline model and on ``model`` (written into ``folder`` if missing)."""
-    _, base, _, _, _ = _run(BASELINE_MODEL, "tiny", command, folder, kill_gib, timeout)
-    size, peak, seconds, code, said = _run(MODELS[model], model, command, folder, kill_gib, timeout)
+    _, base, base_anon, _, _, _ = _run(BASELINE_MODEL, "tiny", command, folder, kill_gib, timeout)
+    size, peak, anon, seconds, code, said = _run(MODELS[model], model, command, folder, kill_gib, timeout)
     x_size = peak / size
     return Row(
-        model, command, size / GIB, peak / GIB, x_size, base / GIB, max(0, peak - base) / size, seconds,
-        code, _verdict(max(0, peak - base) / size, seconds, code), said[:300],
+        model, command, size / GIB, peak / GIB, x_size, base / GIB, max(0, peak - base) / size,
+        max(0, anon - base_anon) / size, seconds, code, _verdict(max(0, peak - base) / size, seconds, code),
+        said[:300],
     )  # fmt: skip
 
 
@@ -187,6 +211,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bound: {BOUND}x the model's size, or a refusal in under {REFUSAL_S:g} s")
         print(
             f"{'model':6} {'command':14} {'size':>6} {'peak':>6} {'x_size':>6} {'base':>6} {'x_net':>6} "
+            f"{'x_anon':>6} "
             f"{'s':>6} exit verdict"
         )
     try:
@@ -197,7 +222,8 @@ def main(argv: list[str] | None = None) -> int:
                 if not args.json:
                     print(
                         f"{row.model:6} {row.command:14} {row.size_gib:6.2f} {row.peak_gib:6.2f} "
-                        f"{row.x_size:6.2f} {row.base_gib:6.2f} {row.x_net:6.2f} {row.seconds:6.1f} "
+                        f"{row.x_size:6.2f} {row.base_gib:6.2f} {row.x_net:6.2f} {row.x_anon:6.2f} "
+                        f"{row.seconds:6.1f} "
                         f"{row.exit:4} {row.verdict}" + (f"  ({row.said})" if row.exit else ""),
                         flush=True,
                     )
