@@ -30,11 +30,11 @@ from explorer import load
 from explorer.core.graph import ModelGraph
 from explorer.core.tensors import format_bytes
 from explorer.onnx_adapter.inputs import concrete_input_shapes
+from explorer.onnx_adapter.ort_run import ORT_LEVELS
 from explorer.runtimes import IreeRuntime, OrtRuntime, TorchEagerRuntime, TvmRuntime, bench, random_feeds
 from explorer.runtimes.bench import BenchReport
 from explorer.runtimes.cost_model import node_costs
 from explorer.runtimes.generation import generation_profiles
-from explorer.runtimes.ort import ORT_LEVELS
 from explorer.runtimes.profile import Profile, profile
 from explorer.runtimes.roofline import Roofline, roofline
 from explorer.runtimes.task_coverage import TaskCoverage, task_coverage

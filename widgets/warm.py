@@ -4,8 +4,9 @@ The first widget class taken from ``widgets`` (``from widgets import GraphView``
 :func:`warm_up`, which returns at once after:
 
 - starting the warm worker in the background (:func:`explorer.isolation.worker.prestart`): the child
-  process starts and imports onnx on the other core while the notebook goes on, so
-  ``explorer.load``'s shape inference finds it ready;
+  process starts and imports what ``explorer.load`` runs there
+  (:data:`explorer.onnx_adapter.PRESTART_IMPORTS`: shape inference, onnx) on the other core while
+  the notebook goes on, so ``explorer.load``'s shape inference finds it ready;
 - deferring :data:`DEFERRED_IMPORTS` (:func:`defer_import`). The first ``go.FigureWidget``
   imports ``plotly.basewidget`` -> ``plotly.io._renderers``, which imports ``nbformat``
   (only ``fig.show()`` uses it, to check its version); nbformat imports ``jsonschema``,
@@ -134,8 +135,9 @@ def warm_up() -> tuple[threading.Thread, ...]:
         for name in DEFERRED_IMPORTS:
             defer_import(name)
         from explorer.isolation import worker  # here, not at the top: a bare ``import widgets`` stays light
+        from explorer.onnx_adapter import PRESTART_IMPORTS
 
-        prestarted = worker.prestart()
+        prestarted = worker.prestart(PRESTART_IMPORTS)
         _THREADS = () if prestarted is None else (prestarted,)
         return _THREADS
 

@@ -81,7 +81,6 @@ __all__ = [
     "shutdown",
     "cancel",
     "prestart",
-    "PRESTART_IMPORTS",
 ]
 
 #: Text in an error message or stderr that means "an allocation failed".
@@ -1072,9 +1071,6 @@ atexit.register(_close_all_at_exit)
 
 # --------------------------------------------------------------------------- prestart
 
-#: What :func:`prestart` imports in the warm worker: what ``explorer.load``'s shape inference
-#: needs there (onnx, networkx, numpy come with it).
-PRESTART_IMPORTS: tuple[str, ...] = ("explorer.onnx_adapter.shape_inference",)
 _PRESTART_LOCK = threading.Lock()
 _PRESTARTED: dict[int | None, tuple[Worker, threading.Thread]] = {}
 
@@ -1089,21 +1085,21 @@ def _import_modules(names: Sequence[str]) -> list[str]:
     return done
 
 
-def prestart(
-    imports: Sequence[str] = PRESTART_IMPORTS, *, memory_mb: int | None = None
-) -> threading.Thread | None:
+def prestart(imports: Sequence[str] = (), *, memory_mb: int | None = None) -> threading.Thread | None:
     """Start the warm worker in a background thread and import ``imports`` in it.
 
     The worker is put in the warm pool at once, holding its lock until it has started and
     imported, so a call made meanwhile (``explorer.load``'s shape inference, say) waits for
-    this worker instead of starting a second one, and finds onnx already imported. Calling it
-    again while that worker is alive does nothing. A failed start is not an error here: the
-    next call starts a fresh process as usual.
+    this worker instead of starting a second one, and finds its modules already imported.
+    Calling it again while that worker is alive does nothing. A failed start is not an error
+    here: the next call starts a fresh process as usual.
 
     Parameters
     ----------
     imports : sequence of str
-        Modules to import in the worker, by default :data:`PRESTART_IMPORTS`.
+        Modules to import in the worker, named by the caller: the worker knows no module above
+        it (``widgets`` hands in what ``explorer.load`` runs there, the ONNX adapter's
+        ``PRESTART_IMPORTS``). A module that does not import is skipped.
     memory_mb : int, optional
         The worker's cap, as in :func:`run`; None uses ``defaults.memory_mb``.
 

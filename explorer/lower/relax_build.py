@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from explorer.core.compare import max_abs_diff
 from explorer.core.errors import LoweringError
 from explorer.core.graph import ModelGraph
 from explorer.isolation import worker
@@ -113,8 +114,6 @@ class RelaxBuild:
         """
         import pandas as pd
 
-        from explorer.runtimes.compare import max_abs_diff  # here: runtimes imports lower at load
-
         rows = [
             {
                 "output": i,
@@ -169,7 +168,6 @@ def relax_build(
     True
     """
     from explorer.passes.verification import ort_runner  # ONNX Runtime, only when a build is checked
-    from explorer.runtimes.compare import max_abs_diff
 
     onnx_model(graph, "relax_build")
     shapes = concrete_input_shapes(graph.model, input_shapes)

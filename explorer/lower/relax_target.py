@@ -1,6 +1,8 @@
 """The TVM target the worker compiles for: this machine's CPU or one named (``llvm -mcpu=haswell``,
 a server's own CPU over RPC), with the threads its kernels will run on, and this CPU's tensor
-intrinsics registered (not every platform's).
+intrinsics registered (not every platform's). This CPU's feature flags (:func:`cpu_flags`) say
+whether code built for a target runs here (:func:`runs_here`) and which shipped tuning records
+fit it (:func:`explorer.lower.tvm_records.records_key`).
 
 TVM 0.27 takes targets as JSON dicts only (``{"kind": "llvm", "mcpu": "haswell"}``); the
 command-line form users know (``llvm -mcpu=haswell -num-cores=2``) is read here
@@ -20,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import shlex
+from pathlib import Path
 from typing import Any
 
 from explorer.isolation.cpu_cores import size_tvm_thread_pool
@@ -34,6 +37,7 @@ __all__ = [
     "runs_here",
     "foreign_architecture",
     "register_cpu_intrinsics",
+    "cpu_flags",
     "TARGET_FLAGS",
 ]
 
@@ -248,8 +252,6 @@ def runs_here(target: Any) -> str | None:
 
     from tvm.target import codegen
 
-    from explorer.lower.tvm_records import cpu_flags
-
     here = _arch(platform.machine())
     other = foreign_architecture(str(target.attrs.get("mtriple", "") or ""))
     if other is not None:
@@ -263,6 +265,24 @@ def runs_here(target: Any) -> str | None:
         if lacking and have:
             return f"it uses {', '.join(lacking)}, which this CPU lacks"
     return None
+
+
+def cpu_flags() -> set[str]:
+    """This CPU's feature flags (``/proc/cpuinfo``; empty where there is none).
+
+    Examples
+    --------
+    >>> isinstance(cpu_flags(), set)
+    True
+    """
+    try:
+        text = Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        return set()
+    for line in text.splitlines():
+        if line.startswith(("flags", "Features")):
+            return set(line.split(":", 1)[1].split())
+    return set()
 
 
 def remote_target(session: Any) -> str | None:

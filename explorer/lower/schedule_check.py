@@ -7,7 +7,7 @@ and computes something else. Each task's scheduled PrimFunc and its plain loop n
 built for the same target and run on the same random arguments
 (:func:`explorer.onnx_adapter.inputs.random_array`; every buffer has room after it for an
 index that reaches past a short axis), and every buffer is compared afterwards with float32's
-tolerances (:func:`explorer.runtimes.compare.agreement`).
+tolerances (:func:`explorer.core.compare.agreement`).
 
 A model's tasks are checked together (:func:`check_schedules`): every unchecked task's two
 PrimFuncs go into one module, built once (LLVM and its JIT set up once, not twice per task);
@@ -54,9 +54,9 @@ from typing import Any
 
 import numpy as np
 
+from explorer.core.compare import agreement
 from explorer.isolation.io import write_bytes_atomic
 from explorer.onnx_adapter.inputs import random_array
-from explorer.runtimes.compare import agreement
 
 __all__ = [
     "RECORDS_VERSION",

@@ -8,7 +8,8 @@ asked for ``pretuned`` adds them to its tuning database once
 (:func:`seed_database`), so tuned TVM is there at once for a demo, and further tuning
 starts from them. Records match a task by its structure (MetaSchedule's workload hash),
 so they help any model with the same task, and a TVM whose lowering differs simply finds
-none.
+none. This CPU's feature flags come from :func:`explorer.lower.relax_target.cpu_flags`
+(re-exported here).
 
 Examples
 --------
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from explorer.isolation.io import write_bytes_atomic
+from explorer.lower.relax_target import cpu_flags, parse_target
 from explorer.lower.tuning_log import SHIPPED_PREFIX, record_trials, tuned_trials
 
 __all__ = [
@@ -50,24 +52,6 @@ DATABASE_FILES = ("database_workload.json", "database_tuning_record.json")
 """MetaSchedule's JSON database: the tasks, and the records (stored gzipped here)."""
 
 
-def cpu_flags() -> set[str]:
-    """This CPU's feature flags (``/proc/cpuinfo``; empty where there is none).
-
-    Examples
-    --------
-    >>> isinstance(cpu_flags(), set)
-    True
-    """
-    try:
-        text = Path("/proc/cpuinfo").read_text(errors="replace")
-    except OSError:
-        return set()
-    for line in text.splitlines():
-        if line.startswith(("flags", "Features")):
-            return set(line.split(":", 1)[1].split())
-    return set()
-
-
 def records_key(
     target: str = "llvm", *, machine: str | None = None, flags: Iterable[str] | None = None
 ) -> str:
@@ -85,8 +69,6 @@ def records_key(
     >>> records_key("llvm -mcpu=haswell -num-cores=2")  # an AVX2 CPU, whatever this one is
     'llvm-x86_64-avx2'
     """
-    from explorer.lower.relax_target import parse_target
-
     spec = parse_target(target)
     if flags is None and ("mcpu" in spec or "mtriple" in spec):
         machine, flags = _target_machine_flags(spec)

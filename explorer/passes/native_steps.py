@@ -31,6 +31,7 @@ from onnx import numpy_helper
 from explorer.core.tensors import PROTOBUF_LIMIT, format_bytes
 from explorer.isolation.worker import report
 from explorer.onnx_adapter.files import save_model
+from explorer.onnx_adapter.ort_run import create_ort_session
 from explorer.onnx_adapter.weights import (
     STRIP_KEEP_BYTES,
     check_external_data,
@@ -38,7 +39,6 @@ from explorer.onnx_adapter.weights import (
     external_tensors,
     model_bytes,
 )
-from explorer.runtimes.ort import create_ort_session
 
 __all__ = [
     "onnxoptimizer_step",

@@ -47,7 +47,7 @@ def ort_runner(graph: ModelGraph, feeds: Mapping[str, np.ndarray]) -> list[np.nd
     >>> [o.shape for o in ort_runner(g, random_feeds(g.model))]
     [(1, 10)]
     """
-    from explorer.runtimes.ort import run_onnxruntime
+    from explorer.onnx_adapter.ort_run import run_onnxruntime
 
     return run_onnxruntime(worker_source(graph), feeds, optimization="disabled")
 
@@ -112,7 +112,7 @@ class OutputCheck:
         ``None`` when the original did not run. Inputs are matched by position: passes such
         as ``rename_input_output`` rename them.
         """
-        from explorer.runtimes.compare import max_abs_diff
+        from explorer.core.compare import max_abs_diff
 
         if self.reference is None:
             return None

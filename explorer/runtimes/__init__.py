@@ -26,13 +26,14 @@ from typing import TYPE_CHECKING
 from explorer.core.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
+    from explorer.core.compare import Agreement, agreement, max_abs_diff
+    from explorer.onnx_adapter.inputs import random_feeds
+    from explorer.onnx_adapter.ort_run import run_onnxruntime
     from explorer.runtimes.base import PreparedSession, Runtime
     from explorer.runtimes.bench import BenchReport, BenchResult, bench, get_runtime
-    from explorer.runtimes.compare import Agreement, agreement, max_abs_diff, random_feeds
     from explorer.runtimes.intermediates import IntermediateComparison, compare_intermediates
     from explorer.runtimes.iree_runtime import IreeRuntime
     from explorer.runtimes.machine import MachinePeak, measure_peak
-    from explorer.runtimes.ort import run_onnxruntime
     from explorer.runtimes.ort_runtime import OrtRuntime
     from explorer.runtimes.profile import Profile
     from explorer.runtimes.roofline import Roofline
@@ -64,14 +65,15 @@ __all__ = [
 ]
 
 #: Public name -> the module that defines it, imported on first use: a worker that unpickles
-#: :func:`explorer.runtimes.ort.run_ort` imports this package, and must not pay for bench,
-#: profile, the TVM runtime (networkx) or IREE with it.
+#: :func:`explorer.runtimes.sessions.prepare_ort` imports this package, and must not pay for bench,
+#: profile, the TVM runtime (networkx) or IREE with it. The agreement checks, random inputs and
+#: ONNX Runtime's reference run live below the stages (the core and the ONNX adapter).
 _LAZY = {
-    "random_feeds": "explorer.runtimes.compare",
-    "max_abs_diff": "explorer.runtimes.compare",
-    "Agreement": "explorer.runtimes.compare",
-    "agreement": "explorer.runtimes.compare",
-    "run_onnxruntime": "explorer.runtimes.ort",
+    "random_feeds": "explorer.onnx_adapter.inputs",
+    "max_abs_diff": "explorer.core.compare",
+    "Agreement": "explorer.core.compare",
+    "agreement": "explorer.core.compare",
+    "run_onnxruntime": "explorer.onnx_adapter.ort_run",
     "Runtime": "explorer.runtimes.base",
     "PreparedSession": "explorer.runtimes.base",
     "OrtRuntime": "explorer.runtimes.ort_runtime",

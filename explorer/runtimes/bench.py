@@ -8,7 +8,7 @@ time, with at least three runs). The distribution is kept (``times_ms``) and sum
 median, p90, p99, min and IQR. Inputs come from the model's input types and shapes with a
 fixed seed (:func:`explorer.onnx_adapter.inputs.random_feeds`, the project's one generator), or
 are given. Every runtime's outputs are compared with the
-first runtime's (:func:`explorer.runtimes.compare.agreement`).
+first runtime's (:func:`explorer.core.compare.agreement`).
 
 Examples
 --------
@@ -28,14 +28,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from explorer.core.compare import agreement, max_abs_diff
 from explorer.core.errors import UsageError
 from explorer.isolation.worker import ProgressEvent
 from explorer.onnx_adapter.adapter import onnx_model
 from explorer.onnx_adapter.decoder import DecoderSpec, decoder_spec
 from explorer.onnx_adapter.inputs import concrete_input_shapes, random_feeds
 from explorer.onnx_adapter.model_files import worker_source
+from explorer.onnx_adapter.ort_run import run_onnxruntime
 from explorer.runtimes.base import PreparedSession, Runtime
-from explorer.runtimes.compare import agreement, max_abs_diff
 from explorer.runtimes.generation import (
     CONTEXT,
     DECODE_STEPS,
@@ -44,7 +45,6 @@ from explorer.runtimes.generation import (
     LlmTiming,
     generation_benchmark,
 )
-from explorer.runtimes.ort import run_onnxruntime
 from explorer.runtimes.ort_runtime import OrtRuntime, run_refused
 from explorer.runtimes.tvm_runtime import TvmRuntime
 
@@ -161,7 +161,7 @@ class BenchResult:
     max_abs_err, max_rel_err : float
         Against the first runtime's outputs (0 for the first runtime).
     agrees : bool
-        Within the dtype tolerances (:data:`explorer.runtimes.compare.TOLERANCES`).
+        Within the dtype tolerances (:data:`explorer.core.compare.TOLERANCES`).
     times_ms : tuple of float
         Every timed run.
     info : dict

@@ -6,7 +6,7 @@ exists); TVM runs the imported Relax module rewritten to return, for every ONNX 
 import traced (``origin``), the bindings made from it
 (:func:`explorer.lower.relax_intermediates.run_relax_intermediates`): the last of the
 node's output shape is its output. Each pair is compared
-with the dtype-dependent tolerances of :func:`explorer.runtimes.compare.agreement`; the first
+with the dtype-dependent tolerances of :func:`explorer.core.compare.agreement`; the first
 node in graph order that fails is where to look.
 
 Examples
@@ -26,13 +26,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import onnx
 
+from explorer.core.compare import agreement
 from explorer.isolation import worker
 from explorer.onnx_adapter.adapter import onnx_model
 from explorer.onnx_adapter.inputs import concrete_input_shapes, random_feeds
 from explorer.onnx_adapter.model_files import stage_variant, worker_source
+from explorer.onnx_adapter.ort_run import run_onnxruntime
 from explorer.onnx_adapter.weights import external_tensors
-from explorer.runtimes.compare import agreement
-from explorer.runtimes.ort import run_onnxruntime
 from explorer.runtimes.tvm_runtime import TvmRuntime
 
 if TYPE_CHECKING:

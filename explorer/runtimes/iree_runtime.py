@@ -8,7 +8,7 @@ there; a crash of the compiler or the runtime stops the worker, never the notebo
 Runs and timings go through the same machinery as ONNX Runtime's and TVM's (the project's
 random inputs, warm-up, runs to a count and a time, percentiles:
 :mod:`explorer.runtimes.bench`; outputs against the first runtime's:
-:mod:`explorer.runtimes.compare`). Inputs become IREE device arrays before the clock starts,
+:mod:`explorer.core.compare`). Inputs become IREE device arrays before the clock starts,
 as TVM's tensors do; a timed run is one call of the module's synchronous entry point (the
 ONNX graph's name), which returns when its dispatches are done.
 

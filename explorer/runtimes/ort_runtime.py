@@ -25,8 +25,8 @@ from explorer.core.errors import ExplorerError, InvalidModelError, RuntimeUnsupp
 from explorer.isolation import worker
 from explorer.isolation.worker import ProgressEvent
 from explorer.onnx_adapter.adapter import opset_versions
+from explorer.onnx_adapter.ort_run import ORT_LEVELS
 from explorer.runtimes.base import PreparedSession, prepare_in_worker
-from explorer.runtimes.ort import ORT_LEVELS
 from explorer.runtimes.sessions import ort_node_failure, prepare_ort
 
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ class OrtRuntime:
     provider : str
         The execution provider (``CPUExecutionProvider``, ``CUDAExecutionProvider``, ...).
     optimization : str
-        Graph optimisation level: one of :data:`explorer.runtimes.ort.ORT_LEVELS`.
+        Graph optimisation level: one of :data:`explorer.onnx_adapter.ort_run.ORT_LEVELS`.
     threads : int
         Intra-op threads; 0 is ONNX Runtime's default.
     strict_placement : bool

@@ -669,7 +669,7 @@ def run_samples(
     >>> len(outputs), outputs[0][0].shape
     (2, (1, 3))
     """
-    from explorer.runtimes.ort import ort_session
+    from explorer.onnx_adapter.ort_run import ort_session
 
     session = ort_session(path, None, optimization_level)
     names = [o.name for o in session.get_outputs()]

@@ -304,7 +304,7 @@ def measure_tensors(
     from onnx import numpy_helper
     from onnxruntime.quantization.qdq_loss_debug import compute_weight_error
 
-    from explorer.runtimes.ort import ort_session
+    from explorer.onnx_adapter.ort_run import ort_session
 
     sums: dict[str, list[float] | None] = {name: [0.0, 0.0, 0.0, 0.0] for name, _, _ in pairs}
     float_model = onnx.load(float_path)

@@ -119,7 +119,7 @@ def prepare_ort(path: str, key: str, options: Mapping[str, Any]) -> dict[str, An
     """Create (or find) an ONNX Runtime session for ``path`` under ``key``.
 
     ``options``: ``provider`` (default ``CPUExecutionProvider``), ``optimization`` (a level
-    of :data:`explorer.runtimes.ort.ORT_LEVELS`, default ``all``), ``threads`` (intra-op, 0 =
+    of :data:`explorer.onnx_adapter.ort_run.ORT_LEVELS`, default ``all``), ``threads`` (intra-op, 0 =
     ONNX Runtime's default), ``strict_placement`` (``session.disable_cpu_ep_fallback`` for a
     provider other than the CPU's).
 
@@ -147,7 +147,7 @@ def prepare_ort(path: str, key: str, options: Mapping[str, Any]) -> dict[str, An
         return {**_get(key).info, "reused": True}
     import onnxruntime as ort
 
-    from explorer.runtimes.ort import ort_session
+    from explorer.onnx_adapter.ort_run import ort_session
 
     provider = str(options.get("provider", "CPUExecutionProvider"))
     threads = int(options.get("threads", 0) or 0)
@@ -505,7 +505,7 @@ def ort_refusal(message: str, provider: str = "CPUExecutionProvider") -> dict[st
     where = f"the {short} provider"
     if match := _NO_KERNEL.search(message):
         op, version, node = match.group(1), int(match.group(2)), match.group(3)
-        from explorer.targets.ort_kernels import installed_kernels
+        from explorer.onnx_adapter.ort_registry import installed_kernels
 
         table = installed_kernels(provider)  # the message names no domain: ONNX's own, else any
         kernels = list(table.get(("ai.onnx", op), ()))
@@ -889,7 +889,7 @@ def _ort_profile(
     import json
     import tempfile
 
-    from explorer.runtimes.ort import ort_session
+    from explorer.onnx_adapter.ort_run import ort_session
 
     with tempfile.TemporaryDirectory(prefix="ort-profile-") as folder:
         session = ort_session(

@@ -18,7 +18,7 @@ Examples
 >>> import numpy as np, torch
 >>> from explorer import zoo
 >>> from explorer.onnx_adapter.inputs import random_feeds
->>> from explorer.runtimes.ort import run_onnxruntime
+>>> from explorer.onnx_adapter.ort_run import run_onnxruntime
 >>> model = zoo.build("mlp")
 >>> feeds = random_feeds(model)
 >>> program = torch_program(model)

@@ -240,8 +240,8 @@ def coverage(
     >>> r.get("qnn-htp").coverage  # the batch dimension is dynamic: nothing is static on the HTP
     0.0
     """
+    from explorer.onnx_adapter.ort_registry import installed_providers
     from explorer.runtimes.cost_model import node_costs
-    from explorer.targets.ort_kernels import installed_providers
 
     if targets:
         chosen = [get_target(t) if isinstance(t, str) else t for t in targets]

@@ -1,8 +1,9 @@
 """ONNX Runtime's kernels per execution provider: from the installed build, or from a published table.
 
-The installed build's registry (``onnxruntime.capi._pybind_state.get_all_opkernel_def()``)
-lists every kernel: provider, domain, op, the schema versions it covers and its type
-constraints. A node is supported by a provider when a kernel of its (domain, op) covers
+The installed build's registry is read by the ONNX adapter
+(:mod:`explorer.onnx_adapter.ort_registry`: :func:`installed_kernels`, :class:`OrtKernel`,
+re-exported here): every kernel's provider, domain, op, the schema versions it covers and its
+type constraints. A node is supported by a provider when a kernel of its (domain, op) covers
 the schema version the model's opset resolves to and takes the node's element types, as
 ONNX Runtime's kernel lookup decides. Providers the installed build lacks (CUDA without
 ``onnxruntime-gpu``) are read from ``explorer/data/targets/ort_cuda_kernels.csv``, made
@@ -23,12 +24,19 @@ import csv
 import functools
 import json
 import sys
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from importlib import resources
 from typing import Any
 
-from explorer.onnx_adapter.ort_registry import kernel_defs, ort_ops
+from explorer.onnx_adapter.ort_registry import (
+    OPEN_ENDED,
+    KernelTable,
+    OrtKernel,
+    installed_kernels,
+    installed_providers,
+    kernel_table,
+    ort_ops,
+)
 from explorer.targets.support import (
     ATTRIBUTE,
     DTYPE,
@@ -53,86 +61,6 @@ __all__ = [
     "machine_reasons",
     "STRING_NORMALIZER_LOCALE",
 ]
-
-_OPEN = 2**31 - 1  # ONNX Runtime's "and every later version"
-
-
-@dataclass(frozen=True)
-class OrtKernel:
-    """One kernel: the schema versions it covers and the element types it takes.
-
-    Attributes
-    ----------
-    domain, op : str
-        ``"ai.onnx"`` (not ``""``) or another domain, and the op type.
-    since, until : int
-        The schema versions covered, inclusive (``until`` is 2**31 - 1 when open-ended).
-    type_constraints : mapping
-        Constraint name (``"T"``) -> the type strings it takes (``"tensor(float)"``).
-
-    Examples
-    --------
-    >>> OrtKernel("ai.onnx", "Relu", 14, 2**31 - 1, {"T": ("tensor(float)",)}).versions
-    '14+'
-    """
-
-    domain: str
-    op: str
-    since: int
-    until: int
-    type_constraints: Mapping[str, tuple[str, ...]]
-
-    @property
-    def versions(self) -> str:
-        """The version range as ONNX Runtime's docs write it (``"6-12"``, ``"14+"``)."""
-        if self.until >= _OPEN:
-            return f"{self.since}+"
-        return str(self.since) if self.since == self.until else f"{self.since}-{self.until}"
-
-
-KernelTable = Mapping[tuple[str, str], tuple[OrtKernel, ...]]
-"""(domain, op) -> the kernels of one provider."""
-
-
-def _group(kernels: Sequence[OrtKernel]) -> dict[tuple[str, str], tuple[OrtKernel, ...]]:
-    table: dict[tuple[str, str], list[OrtKernel]] = {}
-    for k in kernels:
-        table.setdefault((k.domain, k.op), []).append(k)
-    return {key: tuple(sorted(ks, key=lambda k: k.since)) for key, ks in table.items()}
-
-
-@functools.cache
-def installed_kernels(provider: str) -> KernelTable:
-    """The installed ONNX Runtime's kernels of ``provider`` (empty when it has none).
-
-    Examples
-    --------
-    >>> len(installed_kernels("NoSuchExecutionProvider"))
-    0
-    """
-    kernels = [
-        OrtKernel(
-            k.domain or "ai.onnx",
-            k.op_name,
-            int(k.version_range[0]),
-            int(k.version_range[1]),
-            {name: tuple(types) for name, types in k.type_constraints.items()},
-        )
-        for k in kernel_defs()
-        if k.provider == provider
-    ]
-    return _group(kernels)
-
-
-def installed_providers() -> tuple[str, ...]:
-    """Execution providers with kernels in the installed build's registry.
-
-    Examples
-    --------
-    >>> "CPUExecutionProvider" in installed_providers()
-    True
-    """
-    return tuple(sorted({k.provider for k in kernel_defs()}))
 
 
 def _data(name: str) -> Any:
@@ -162,11 +90,11 @@ def table_kernels(name: str) -> KernelTable:
                     row["domain"],
                     row["op"],
                     int(row["since_version"]),
-                    int(until) if until else _OPEN,
+                    int(until) if until else OPEN_ENDED,
                     constraints,
                 )
             )
-    return _group(kernels)
+    return kernel_table(kernels)
 
 
 @functools.cache

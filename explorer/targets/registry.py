@@ -27,16 +27,10 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Mapping
 
+from explorer.onnx_adapter.ort_registry import installed_kernels, installed_providers
 from explorer.targets.iree_support import COMPILE_TO, iree_missing, iree_reasons, iree_version
 from explorer.targets.mobile_tables import mobile_reasons, mobile_table
-from explorer.targets.ort_kernels import (
-    installed_kernels,
-    installed_providers,
-    kernel_reasons,
-    machine_reasons,
-    table_kernels,
-    table_source,
-)
+from explorer.targets.ort_kernels import kernel_reasons, machine_reasons, table_kernels, table_source
 from explorer.targets.qnn_htp import qnn_reasons, qnn_table
 from explorer.targets.target import KnowledgeSource, Target, per_node
 from explorer.targets.tvm_support import tvm_reasons

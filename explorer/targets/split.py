@@ -866,7 +866,7 @@ def run_pieces(folder: str, feeds: Mapping[str, Any], optimization: str = "all")
     {'logits': (1, 10)}
     """
     from explorer.isolation.worker import report
-    from explorer.runtimes.ort import ort_session
+    from explorer.onnx_adapter.ort_run import ort_session
 
     manifest = read_split(folder)
     values: dict[str, Any] = dict(feeds)
@@ -919,7 +919,7 @@ def run_split(
     >>> import numpy as np
     >>> from explorer import load
     >>> from explorer.onnx_adapter.inputs import random_feeds
-    >>> from explorer.runtimes.ort import run_onnxruntime
+    >>> from explorer.onnx_adapter.ort_run import run_onnxruntime
     >>> graph, out = load("zoo:detection_head"), os.path.join(tempfile.mkdtemp(), "pieces")
     >>> _ = split_partitions(graph, "nnapi", out)
     >>> feeds = random_feeds(graph.model)

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from explorer.isolation import worker
 from explorer.onnx_adapter.adapter import onnx_model
 from explorer.onnx_adapter.model_files import worker_source
-from explorer.runtimes.ort import ORT_LEVELS
+from explorer.onnx_adapter.ort_run import ORT_LEVELS
 from explorer.targets.assignment import _names_for_ort
 
 if TYPE_CHECKING:
@@ -171,7 +171,7 @@ def strict_placement(
         warning: every node then falls back; check :func:`explorer.runtimes.ort_runtime.available_providers`
         first).
     optimization : str
-        The graph optimisation level (:data:`explorer.runtimes.ort.ORT_LEVELS`).
+        The graph optimisation level (:data:`explorer.onnx_adapter.ort_run.ORT_LEVELS`).
 
     Returns
     -------

@@ -9,9 +9,12 @@ import zlib
 from pathlib import Path
 
 import plotly.graph_objects as go
+import pytest
 
+from explorer.isolation import worker
+from explorer.onnx_adapter import PRESTART_IMPORTS
 from explorer.views.figures import TRACE_COUNT
-from widgets import GraphView, warm_up
+from widgets import GraphView, warm, warm_up
 from widgets.figure_widget import GraphFigureWidget, bundle_widget
 from widgets.warm import defer_import
 
@@ -52,6 +55,36 @@ def test_a_view_built_while_the_worker_starts_works_and_never_loads_nbformat() -
     assert summary == f"69 {TRACE_COUNT} GraphFigureWidget"
     assert deferred == "False _Deferred"
     assert loaded == "4 True module"
+
+
+def test_the_warm_worker_imports_what_load_runs_there_before_its_first_task() -> None:
+    # The worker names no module above it: widgets hands in the ONNX adapter's PRESTART_IMPORTS.
+    script = textwrap.dedent(
+        """
+        import widgets
+        from explorer.isolation import worker
+        from explorer.onnx_adapter import PRESTART_IMPORTS
+        for thread in widgets.warm_up():
+            thread.join()
+        print(worker.run(eval, f"[m in __import__('sys').modules for m in {PRESTART_IMPORTS!r}]", {}))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1] == "[True]"
+
+
+def test_warm_up_hands_the_worker_the_onnx_adapter_s_prestart_imports(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls = []
+    monkeypatch.setattr(warm, "_THREADS", None)
+    monkeypatch.delenv("EXPLORER_NO_WARMUP", raising=False)
+    monkeypatch.setattr(worker, "prestart", lambda imports=(), **_: calls.append(tuple(imports)))
+    assert warm.warm_up() == ()
+    assert calls == [PRESTART_IMPORTS]
 
 
 def test_defer_import_leaves_imported_and_missing_modules_alone() -> None:

@@ -26,9 +26,9 @@ from explorer.core.errors import (
 from explorer.isolation import worker
 from explorer.lower.relax_frontend import import_relax
 from explorer.onnx_adapter.files import check_model
+from explorer.onnx_adapter.ort_run import create_ort_session, run_ort
 from explorer.onnx_adapter.shape_inference import infer_shapes
 from explorer.passes.native_steps import optimize, simplify
-from explorer.runtimes.ort import create_ort_session, run_ort
 from tests.explorer import bad_models
 
 pytestmark = pytest.mark.slow

@@ -32,9 +32,9 @@ from explorer.core.errors import (
 from explorer.isolation import worker
 from explorer.isolation.io import move_atomic
 from explorer.onnx_adapter.files import check_model
+from explorer.onnx_adapter.ort_run import create_ort_session
 from explorer.onnx_adapter.shape_inference import infer_shapes
 from explorer.passes.native_steps import optimize, simplify
-from explorer.runtimes.ort import create_ort_session
 
 # --------------------------------------------------------------------------- steps run in the child
 
@@ -547,7 +547,7 @@ WORKER_STEP_MODULES = (
     "explorer.onnx_adapter.shape_inference",
     "explorer.onnx_adapter.files",
     "explorer.passes.native_steps",
-    "explorer.runtimes.ort",
+    "explorer.onnx_adapter.ort_run",
     "explorer.targets.assignment",
 )
 

@@ -20,10 +20,10 @@ from explorer import load
 from explorer.core.errors import ModelLoadError
 from explorer.core.tensors import format_shape, shape_from_type
 from explorer.onnx_adapter.input_shapes import fix_input_shapes
+from explorer.onnx_adapter.inputs import random_feeds
 from explorer.onnx_adapter.shape_inference import _merge, inference_view
 from explorer.passes.native_steps import _fixed_shapes
 from explorer.passes.pipeline import run_pipeline
-from explorer.runtimes.compare import random_feeds
 from tests.explorer import quirk_models as qm
 from tests.explorer.bad_models import gathernd_negative_dim
 from tests.explorer.in_process import run_cli

@@ -9,9 +9,9 @@ import pytest
 
 from explorer import load, zoo
 from explorer.cli import main
+from explorer.core.compare import agreement
 from explorer.lower import RelaxImportFailed
 from explorer.runtimes.bench import bench, get_runtime, latency_stats
-from explorer.runtimes.compare import agreement
 from explorer.runtimes.ort_runtime import OrtRuntime
 
 QUICK = {"warmup": 1, "min_runs": 5, "min_seconds": 0.0, "max_seconds": 20.0}

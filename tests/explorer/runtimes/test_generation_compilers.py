@@ -14,10 +14,10 @@ from onnx import TensorProto, helper
 
 from explorer import load
 from explorer.cli import main
+from explorer.core.compare import agreement
 from explorer.passes.contrib_decompositions import decompose_contrib
 from explorer.passes.contrib_quantized import PRIMITIVE
 from explorer.passes.native_steps import onnxsim_step
-from explorer.runtimes.compare import agreement
 from explorer.runtimes.iree_runtime import IreeRuntime
 from explorer.runtimes.tvm_runtime import TvmRuntime
 from tests.explorer.passes.contrib_check import one_node_model, run_ort

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
-from explorer.runtimes.ort import run_onnxruntime
+from explorer.onnx_adapter.ort_run import run_onnxruntime
 from explorer.runtimes.torch_eager import TorchUnsupported, torch_program
 
 torch = pytest.importorskip("torch")

@@ -7,7 +7,7 @@ from onnx import TensorProto, helper
 
 from explorer.isolation import worker
 from explorer.onnx_adapter.inputs import random_feeds, random_inputs
-from explorer.runtimes.ort import run_ort
+from explorer.onnx_adapter.ort_run import run_ort
 
 
 def _gather_model() -> object:
