@@ -265,6 +265,22 @@ def encode_parameters(
     -------
     int
         The bytes of parameter data in the archive.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from explorer import zoo
+    >>> from explorer.onnx_adapter.files import save_model
+    >>> from explorer.lower.iree_compile import compile_mlir, import_onnx
+    >>> folder = tempfile.mkdtemp()
+    >>> path, module, encoder = (os.path.join(folder, n) for n in ("m.onnx", "m.mlirbc", "e.mlirbc"))
+    >>> save_model(zoo.build("mlp"), path)
+    >>> named = import_onnx(path, None, module, parameters_from=0)["parameters"]
+    >>> flags = ["--iree-opt-data-tiling", *encoder_flags(encoder)]
+    >>> _ = compile_mlir(module, os.path.join(folder, "m.vmfb"), extra_flags=flags)
+    >>> _ = compile_mlir(encoder, os.path.join(folder, "e.vmfb"))
+    >>> encode_parameters(os.path.join(folder, "e.vmfb"), named, folder, os.path.join(folder, "m.irpa")) > 0
+    True
     """
     import iree.runtime as rt
 
