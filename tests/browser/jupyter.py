@@ -43,6 +43,7 @@ __all__ = [
     "emit_plot_click",
     "export_html_page",
     "free_port",
+    "stop_process_group",
     "kernel_execute",
     "open_notebook",
     "plot_point_position",
@@ -268,6 +269,18 @@ def stop_lab(lab: LabServer, timeout: float = 15.0) -> None:
     if process is None or process.poll() is not None:
         return
     lab.shutdown_kernels()
+    stop_process_group(process, timeout)
+
+
+def stop_process_group(process: subprocess.Popen[Any], timeout: float = 10.0) -> None:
+    """SIGTERM a server started in its own process group, then SIGKILL if it lingers.
+
+    Examples
+    --------
+    >>> done = subprocess.Popen(["true"], start_new_session=True)
+    >>> _ = done.wait()
+    >>> stop_process_group(done)  # gone already: nothing to do
+    """
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(process.pid, sig)

@@ -24,7 +24,6 @@ import base64
 import json
 import math
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -47,7 +46,7 @@ from explorer.overlays.ours import placement_overlay, profile_overlay
 from explorer.runtimes import OrtRuntime, random_feeds
 from explorer.runtimes.profile import profile
 from explorer.targets import get_target, partition
-from tests.browser.jupyter import free_port, screenshot
+from tests.browser.jupyter import free_port, screenshot, stop_process_group
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
@@ -137,20 +136,6 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> Exported:
     return Exported(path, graph_id, tuple(files), tuple(c[graph_id] for c in contents))
 
 
-def _stop(process: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
-    """SIGTERM the server's process group, SIGKILL if it lingers."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            process.wait(timeout=timeout)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
 def _wait_healthy(process: subprocess.Popen[bytes], port: int, log: Path, timeout: float = 60.0) -> None:
     """Wait until Model Explorer's ``/check_health`` answers; fail with the log if it does not."""
     deadline = time.monotonic() + timeout
@@ -164,7 +149,7 @@ def _wait_healthy(process: subprocess.Popen[bytes], port: int, log: Path, timeou
         except (OSError, urllib.error.URLError):
             pass
         if time.monotonic() > deadline:
-            _stop(process)
+            stop_process_group(process)
             pytest.fail(
                 f"model-explorer did not answer in {timeout:.0f} s:\n{log.read_text()}", pytrace=False
             )
@@ -211,7 +196,7 @@ def model_explorer_url(browser_requirements: None, exported: Exported, tmp_path:
             config.add_node_data_from_path(str(file))
         yield f"http://127.0.0.1:{port}/?data={config.to_url_param_value()}"
     finally:
-        _stop(process)
+        stop_process_group(process)
 
 
 def adapter_node_ids(path: Path, graph_id: str) -> list[str]:
