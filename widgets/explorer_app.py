@@ -58,7 +58,7 @@ import ipywidgets as w
 
 from explorer import load, zoo
 from explorer.cli import parse_input_shape
-from explorer.core.errors import WorkerCancelled
+from explorer.core.errors import UsageError, WorkerCancelled
 from explorer.core.graph import ModelGraph
 from explorer.core.node_trace import lowered_from
 from explorer.isolation import worker
@@ -182,7 +182,7 @@ class Explorer(w.VBox):
         self.pipeline = pipeline
         self.lowering = lowering
         if compiler not in COMPILERS:
-            raise ValueError(f"compiler must be one of {', '.join(COMPILERS)}, not {compiler!r}")
+            raise UsageError(f"compiler must be one of {', '.join(COMPILERS)}, not {compiler!r}")
         self.targets = tuple(targets) if targets is not None else None
         self.height = height
         self.errors: dict[str, str] = {}
@@ -281,7 +281,7 @@ class Explorer(w.VBox):
 
     @property
     def input_shapes(self) -> dict[str, list[int]] | None:
-        """The shapes box as a mapping (None when empty); a bad entry raises ValueError naming it.
+        """The shapes box as a mapping (None when empty); a bad entry raises UsageError naming it.
 
         Examples
         --------
@@ -298,7 +298,7 @@ class Explorer(w.VBox):
             try:
                 name, shape = parse_input_shape(entry)
             except Exception as err:  # argparse's type error: the message names the entry
-                raise ValueError(str(err)) from None
+                raise UsageError(str(err)) from None
             shapes[name] = shape
         return shapes
 
@@ -418,7 +418,7 @@ class Explorer(w.VBox):
         short = name or (Path(source).name if is_file else "<value>")  # in the menu
         if self.graph is None:
             self.overlay_note.value = f"<b>could not read</b> {html.escape(label)}: open a model first"
-            raise ValueError("open a model first")
+            raise UsageError("open a model first")
         self.overlay_note.value = f"reading {html.escape(label)} ..."
         try:
             overlay = read(source, self.graph)
@@ -491,7 +491,7 @@ class Explorer(w.VBox):
         if tab not in TABS:
             raise KeyError(f"no tab {tab!r}: the tabs are {', '.join(TABS)}")
         if self.graph is None:
-            raise ValueError("open a model first")
+            raise UsageError("open a model first")
         if tab in self.panels:
             return self.panels[tab]
         box = self.tabs.children[TABS.index(tab)]

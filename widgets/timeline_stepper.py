@@ -29,6 +29,7 @@ import ipywidgets as w
 import plotly.graph_objects as go
 
 from explorer.core.diff import GraphDiff
+from explorer.core.errors import UsageError
 from explorer.core.graph import ModelGraph
 from explorer.core.node_trace import NodeTrace, lowered_from, trace_node
 from explorer.core.op_deltas import format_op_deltas
@@ -88,7 +89,7 @@ class TimelineStepper(w.VBox):
         self, timeline: Timeline | None = None, *, graph: ModelGraph | None = None, height: int = 560
     ) -> None:
         if graph is None and timeline is None:
-            raise ValueError("TimelineStepper needs a timeline or a graph to draw")
+            raise UsageError("TimelineStepper needs a timeline or a graph to draw")
         self.graph = graph if graph is not None else timeline[0].graph  # type: ignore[index]
         self.timeline: Timeline | None = None
         self.step = 0

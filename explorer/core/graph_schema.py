@@ -37,6 +37,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from explorer.core.errors import UsageError
+
 __all__ = ["NODE_KINDS", "NODE_KEYS", "EDGE_KEYS", "qualified_op", "node_data", "edge_data"]
 
 NODE_KINDS = ("op", "input", "output", "outer", "constant")
@@ -121,10 +123,10 @@ def node_data(
     >>> node_data("tensor", "X", "x")
     Traceback (most recent call last):
     ...
-    ValueError: node kind must be one of op, input, output, outer, constant, not 'tensor'
+    explorer.core.errors.UsageError: node kind must be one of op, input, output, outer, constant, not 'tensor'
     """
     if kind not in NODE_KINDS:
-        raise ValueError(f"node kind must be one of {', '.join(NODE_KINDS)}, not {kind!r}")
+        raise UsageError(f"node kind must be one of {', '.join(NODE_KINDS)}, not {kind!r}")
     return {
         "kind": kind,
         "op": qualified_op(op_type, domain) if op is None else op,

@@ -30,7 +30,13 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from explorer.core.errors import ModelLoadError, ModelNotFoundError, OutputPathError, UsageError
+from explorer.core.errors import (
+    ModelLoadError,
+    ModelNotFoundError,
+    ModelTooLargeError,
+    OutputPathError,
+    UsageError,
+)
 
 if TYPE_CHECKING:  # a worker that only moves files never imports onnx for this module
     import onnx
@@ -198,7 +204,8 @@ def move_atomic(source: str | os.PathLike[str], path: str | os.PathLike[str]) ->
 
 
 def save_model_atomic(model: onnx.ModelProto, path: str | os.PathLike[str]) -> Path:
-    """Save ``model`` to ``path`` atomically; models over 2 GiB are refused with a clear error.
+    """Save ``model`` to ``path`` atomically; models over 2 GiB are refused with a clear error
+    (:class:`~explorer.core.errors.ModelTooLargeError`).
 
     Examples
     --------
@@ -212,7 +219,9 @@ def save_model_atomic(model: onnx.ModelProto, path: str | os.PathLike[str]) -> P
     from explorer.core.tensors import over_protobuf_limit
 
     if over_protobuf_limit(model):
-        raise ValueError(f"{path}: the model is over 2 GiB; save it with external data (onnx.save_model)")
+        raise ModelTooLargeError(
+            f"{path}: the model is over 2 GiB; save it with external data (onnx.save_model)"
+        )
     return write_bytes_atomic(model.SerializeToString(), path)
 
 

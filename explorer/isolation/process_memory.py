@@ -32,6 +32,8 @@ from typing import TYPE_CHECKING, Any
 
 import psutil
 
+from explorer.core.errors import UsageError
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -247,7 +249,7 @@ class ProcessTreeSampler:
 
     def __init__(self, pid: int | None = None, *, interval_s: float = 0.1, include_root: bool = True) -> None:
         if interval_s <= 0:
-            raise ValueError(f"interval_s must be positive, got {interval_s}")
+            raise UsageError(f"interval_s must be positive, got {interval_s}")
         self.pid = pid
         self.interval_s = interval_s
         self.include_root = include_root

@@ -58,6 +58,7 @@ from typing import Any
 
 from explorer.core.errors import (
     UnguardedMainError,
+    UsageError,
     WorkerCancelled,
     WorkerCrashed,
     WorkerError,
@@ -227,14 +228,16 @@ def configure(**changes: Any) -> dict[str, Any]:
     return old
 
 
-def _resolve(value: float | None, default: float | None) -> float | None:
-    """None means "use the default"; 0 means "no limit"."""
+def _resolve(value: float | None, default: float | None, name: str) -> float | None:
+    """None means "use the default"; 0 means "no limit"; ``name`` is the argument's, for the error."""
     if value is None:
         value = default
     if value is None or value == 0 or value == math.inf:
         return None
     if value < 0:
-        raise ValueError(f"limits must be positive (0 means no limit), got {value}")
+        raise UsageError(
+            f"{name} must be positive (0 means no limit, None the worker's default), got {value}"
+        )
     return value
 
 
@@ -793,7 +796,7 @@ class Worker:
         ...     w.call(pow, 2, 10)
         1024
         """
-        limit = _resolve(timeout, defaults.timeout)
+        limit = _resolve(timeout, defaults.timeout, "timeout")
         return self._call(fn, args, kwargs, limit, progress, step or _step_name(fn))
 
     def _call(
@@ -1122,7 +1125,7 @@ def prestart(imports: Sequence[str] = (), *, memory_mb: int | None = None) -> th
     """
     if not defaults.reuse:
         return None
-    cap = _resolve(memory_mb, defaults.memory_mb)
+    cap = _resolve(memory_mb, defaults.memory_mb, "memory_mb")
     cap = None if cap is None else int(cap)
     with _PRESTART_LOCK:
         known = _PRESTARTED.get(cap)
@@ -1245,8 +1248,8 @@ def _run(
     gpu: bool,
     reuse: bool | None,
 ) -> Any:
-    limit = _resolve(timeout, defaults.timeout)
-    cap = None if gpu else _resolve(memory_mb, defaults.memory_mb)
+    limit = _resolve(timeout, defaults.timeout, "timeout")
+    cap = None if gpu else _resolve(memory_mb, defaults.memory_mb, "memory_mb")
     cap = None if cap is None else int(cap)
     warm = defaults.reuse if reuse is None else reuse
     worker = _checkout(cap) if warm else Worker(memory_mb=cap)

@@ -20,6 +20,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from explorer.core.errors import UsageError
 from explorer.isolation import worker
 from explorer.lower.pass_failures import PassWatch
 from explorer.lower.relax_frontend import import_relax_module
@@ -63,7 +64,7 @@ def pipeline_passes(pipeline: str | Sequence[str], target: Any) -> list[Any]:
 
     Raises
     ------
-    ValueError
+    UsageError
         A name that is neither a pipeline nor a pass (the message lists the pipelines).
 
     Examples
@@ -77,7 +78,7 @@ def pipeline_passes(pipeline: str | Sequence[str], target: Any) -> list[Any]:
     >>> pipeline_passes("fast", None)
     Traceback (most recent call last):
     ...
-    ValueError: no pipeline 'fast': the pipelines are default, zero, or a list of passes
+    explorer.core.errors.UsageError: no pipeline 'fast': the pipelines are default, zero, or a list of passes
     """
     import importlib
 
@@ -94,7 +95,7 @@ def pipeline_passes(pipeline: str | Sequence[str], target: Any) -> list[Any]:
                 *stages.finalize_passes(target),
             ]
         if pipeline != "zero":
-            raise ValueError(
+            raise UsageError(
                 f"no pipeline {pipeline!r}: the pipelines are {', '.join(PIPELINES)}, or a list of passes"
             )
         pipeline = ZERO_PIPELINE
@@ -151,7 +152,10 @@ def relax_pass(name: str) -> Any:
         or EXPLORER_RELAX_PASSES.get(name)
     )
     if factory is None:
-        raise ValueError(f"relax.transform has no pass {name!r} in TVM {tvm.__version__}")
+        raise UsageError(
+            f"relax.transform has no pass {name!r} in TVM {tvm.__version__}; "
+            "relax_pass_names() lists the passes it takes (e.g. FoldConstant, LegalizeOps, FuseOps)"
+        )
     return factory()
 
 

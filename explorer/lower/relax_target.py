@@ -25,6 +25,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from explorer.core.errors import UsageError
 from explorer.isolation.cpu_cores import size_tvm_thread_pool
 
 __all__ = [
@@ -51,7 +52,7 @@ def parse_target(text: str) -> dict[str, Any]:
 
     Raises
     ------
-    ValueError
+    UsageError
         A kind other than ``llvm``, an attribute not in :data:`TARGET_FLAGS`, a malformed flag.
 
     Examples
@@ -63,34 +64,34 @@ def parse_target(text: str) -> dict[str, Any]:
     >>> parse_target("cuda")
     Traceback (most recent call last):
     ...
-    ValueError: only llvm (CPU) targets are built here, not 'cuda'
+    explorer.core.errors.UsageError: only llvm (CPU) targets are built here, not 'cuda'
     """
     text = text.strip()
     if text.startswith("{"):
         try:
             spec = dict(json.loads(text))
         except (ValueError, TypeError) as err:
-            raise ValueError(f"the target {text!r} is not a JSON object: {err}") from None
+            raise UsageError(f"the target {text!r} is not a JSON object: {err}") from None
     else:
         words = shlex.split(text)
         spec = {"kind": words[0] if words else ""}
         for word in words[1:]:
             name, sep, value = word.lstrip("-").partition("=")
             if not word.startswith("-") or not sep or not value:
-                raise ValueError(
+                raise UsageError(
                     f"a target flag is -NAME=VALUE (e.g. -mcpu=haswell), not {word!r} in {text!r}"
                 )
             if name not in TARGET_FLAGS:
-                raise ValueError(
+                raise UsageError(
                     f"unknown target flag -{name} in {text!r}: use {', '.join('-' + f for f in TARGET_FLAGS)}"
                 )
             spec[name] = value.split(",") if name == "mattr" else value
     if spec.get("kind") != "llvm":
-        raise ValueError(f"only llvm (CPU) targets are built here, not {spec.get('kind') or text!r}")
+        raise UsageError(f"only llvm (CPU) targets are built here, not {spec.get('kind') or text!r}")
     if "num-cores" in spec:
         cores = str(spec["num-cores"])
         if not cores.isdigit() or int(cores) < 1:
-            raise ValueError(f"-num-cores is a positive number of threads, not {cores!r} in {text!r}")
+            raise UsageError(f"-num-cores is a positive number of threads, not {cores!r} in {text!r}")
         spec["num-cores"] = int(cores)
     return spec
 
@@ -119,11 +120,10 @@ def cpu_target(target: str = "llvm") -> Any:
 
     Raises
     ------
-    ValueError
-        Not an llvm target, or a malformed one (:func:`parse_target`); a
-        :class:`~explorer.core.errors.UsageError` for a ``-mcpu`` LLVM does not know for the
-        target's triple, listing those it knows (LLVM would build for a generic CPU instead,
-        under the name given).
+    UsageError
+        Not an llvm target, or a malformed one (:func:`parse_target`); a ``-mcpu`` LLVM does not
+        know for the target's triple, listing those it knows (LLVM would build for a generic CPU
+        instead, under the name given).
 
     Examples
     --------
@@ -135,7 +135,7 @@ def cpu_target(target: str = "llvm") -> Any:
     >>> cpu_target("cuda")
     Traceback (most recent call last):
     ...
-    ValueError: only llvm (CPU) targets are built here, not 'cuda'
+    explorer.core.errors.UsageError: only llvm (CPU) targets are built here, not 'cuda'
     >>> cpu_target("llvm -mcpu=notacpu")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
@@ -160,9 +160,9 @@ def check_cpu(target: str) -> None:
 
     Raises
     ------
-    ValueError
-        A malformed target (:func:`parse_target`); a :class:`~explorer.core.errors.UsageError` for a
-        CPU LLVM does not know (LLVM would build for a generic CPU instead, under the name given).
+    UsageError
+        A malformed target (:func:`parse_target`), or a CPU LLVM does not know (LLVM would build
+        for a generic CPU instead, under the name given).
 
     Examples
     --------
@@ -182,8 +182,6 @@ def _check_cpu(cpu: str, triple: str, text: str) -> None:
     TVM would only log it and build for a generic CPU under the name given."""
     import tvm
     from tvm.target import codegen
-
-    from explorer.core.errors import UsageError
 
     triple = triple or str(codegen.llvm_get_system_triple())
     if codegen.llvm_is_valid_cpu(cpu, triple):

@@ -27,6 +27,7 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from explorer.core.errors import UsageError
 from explorer.isolation import worker
 from explorer.isolation.io import cache_folder
 from explorer.lower.default_schedules import default_database, with_defaults
@@ -564,7 +565,7 @@ def compile_tuned(
 
     Raises
     ------
-    ValueError
+    UsageError
         Tuning (``trials`` > 0) or ``pretuned`` without a ``work_dir``.
 
     Examples
@@ -584,7 +585,7 @@ def compile_tuned(
     0
     """
     if work_dir is None and (trials > 0 or pretuned):
-        raise ValueError("tuning and the shipped records need a tuning database (work_dir)")
+        raise UsageError("tuning and the shipped records need a tuning database (work_dir)")
     imported = run_importer(path, input_shapes)
     if not imported["ok"]:
         return imported

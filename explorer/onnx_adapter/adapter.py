@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from explorer.core.adapter import GraphAdapter
+from explorer.core.errors import UsageError
 from explorer.core.graph_memo import PerGraph
 
 if TYPE_CHECKING:
@@ -152,7 +153,8 @@ def has_onnx_model(graph: ModelGraph) -> bool:
 
 
 def onnx_model(graph: ModelGraph, needed_by: str) -> Any:
-    """The ``ModelProto`` of a top-level ONNX graph; a ``ValueError`` naming ``needed_by`` for any other.
+    """The ``ModelProto`` of a top-level ONNX graph; for any other graph, a
+    :class:`~explorer.core.errors.UsageError` naming ``needed_by``.
 
     Examples
     --------
@@ -162,7 +164,7 @@ def onnx_model(graph: ModelGraph, needed_by: str) -> Any:
     """
     if not has_onnx_model(graph):
         what = "a subgraph" if graph.adapter is ONNX else f"a {graph.ir} graph"
-        raise ValueError(
+        raise UsageError(
             f"{needed_by} needs a top-level ONNX graph (one with a ModelProto); {graph.source} is {what}"
         )
     return graph.model

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from explorer.core.errors import UsageError
 from explorer.core.tensors import PROTOBUF_LIMIT
 from explorer.isolation import worker
 from explorer.isolation.worker import report
@@ -151,7 +152,7 @@ def ort_session(
     import onnxruntime as ort
 
     if optimization_level not in ORT_LEVELS:
-        raise ValueError(
+        raise UsageError(
             f"optimization_level must be one of {sorted(ORT_LEVELS)}, not {optimization_level!r}"
         )
     options = ort.SessionOptions()

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import onnx
 from onnx import GraphProto
 
+from explorer.core.errors import UsageError
 from explorer.core.node_ids import INPUT_PREFIX, OUTPUT_PREFIX
 from explorer.core.summary import STANDARD_DOMAINS, ModelSummary, TensorSpec, dynamic_dims
 from explorer.core.tensors import dtype_name, shape_bytes, shape_from_type
@@ -51,7 +52,7 @@ def summarize(graph: ModelGraph) -> ModelSummary:
     """
     model = graph.model
     if model is None:
-        raise ValueError("summaries are computed for top-level graphs (this one has no ModelProto)")
+        raise UsageError("summaries are computed for top-level graphs (this one has no ModelProto)")
     main = model.graph
     ops = dict(graph.op_counts)  # the main graph's node list, as the ONNX adapter counted it
     local_functions = {(f.domain, f.name) for f in model.functions}

@@ -40,6 +40,7 @@ from explorer.core.errors import (
     InvalidModelError,
     MissingExternalDataError,
     UnsafeExternalDataError,
+    UsageError,
 )
 from explorer.core.tensors import STATS_CHUNK, array_stats, chunk_stats, dtype_bits, format_bytes, shape_bytes
 from explorer.isolation.io import file_kind, open_model_file
@@ -548,7 +549,7 @@ def tensor_array(
         copy.raw_data = read_span(span)
         return numpy_helper.to_array(copy)
     if mode not in ("r", "c"):
-        raise ValueError(f"mode must be 'r' or 'c', not {mode!r}")
+        raise UsageError(f"mode must be 'r' or 'c', not {mode!r}")
     return np.memmap(span.path, dtype=dtype, mode=mode, offset=span.offset, shape=shape)
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from explorer.core.errors import UsageError
 from explorer.overlays.ours import DRIFT_COLOR, TIME_GRADIENT
 from explorer.overlays.value import NodeValue, Overlay, Unmapped
 
@@ -70,7 +71,7 @@ def quant_error_overlay(
     ('#d62728', True)
     """
     if kind not in ("activation", "weight"):
-        raise ValueError(f"kind must be 'activation' or 'weight', not {kind!r}")
+        raise UsageError(f"kind must be 'activation' or 'weight', not {kind!r}")
     ops = {t.node: t.op_type for t in report.nodes}
     known = set(graph.op_nodes()) if graph is not None else None
     flagged = first_breaking.node if first_breaking is not None else None

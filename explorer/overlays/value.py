@@ -27,6 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from explorer.core.errors import UsageError
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -227,7 +229,7 @@ class Overlay:
         {'a': 2.0}
         """
         if name not in NODE_FIELDS:
-            raise ValueError(f"no overlay field {name!r}; the fields are {', '.join(NODE_FIELDS)}")
+            raise UsageError(f"no overlay field {name!r}; the fields are {', '.join(NODE_FIELDS)}")
         return {n: getattr(v, name) for n, v in self.values.items() if getattr(v, name) is not None}
 
     def to_dict(self) -> dict[str, Any]:

@@ -28,6 +28,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from explorer.core.errors import UsageError
 from explorer.core.tensors import PROTOBUF_LIMIT, format_bytes
 from explorer.isolation.worker import report
 from explorer.onnx_adapter.files import save_model
@@ -420,7 +421,7 @@ def onnxsim_step(
     if mode == "shape_ops":
         shapes, log = _fixed_shapes(onnx.load(path, load_external_data=False), input_shapes)
     elif mode not in ("full", "constant_folding"):
-        raise ValueError(f"unknown onnxsim mode {mode!r}; use full, constant_folding or shape_ops")
+        raise UsageError(f"unknown onnxsim mode {mode!r}; use full, constant_folding or shape_ops")
     with tempfile.TemporaryDirectory(prefix="onnxsim-input-", dir=os.path.dirname(out_path)) as tmp:
         source, notes = _trusted_input(path, tmp)
         if shapes and mode != "constant_folding":
@@ -667,7 +668,7 @@ def optimize(
 
     Raises
     ------
-    ValueError
+    UsageError
         A pass name is unknown.
 
     Examples
@@ -686,9 +687,12 @@ def optimize(
 
     names = None if passes is None else list(passes)
     if names is not None:
-        unknown = sorted(set(names) - set(onnxoptimizer.get_available_passes()))
+        available = onnxoptimizer.get_available_passes()
+        unknown = sorted(set(names) - set(available))
         if unknown:
-            raise ValueError(f"unknown onnxoptimizer pass(es) {unknown}")
+            raise UsageError(
+                f"passes: unknown onnxoptimizer pass(es) {unknown}; the passes are {', '.join(available)}"
+            )
     model = onnx.load(os.fspath(path))
     before = len(model.graph.node)
     optimized = onnxoptimizer.optimize(model, names, fixed_point)

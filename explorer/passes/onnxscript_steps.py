@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 
 import onnx
 
+from explorer.core.errors import UsageError
 from explorer.core.op_deltas import format_op_deltas, op_deltas
 from explorer.onnx_adapter.files import save_model
 from explorer.passes.native_steps import _drop_inferred_value_info, _has_value_info
@@ -166,7 +167,7 @@ def optimizer_step(path: str, part: str, *, out_path: str) -> list[str]:
     elif part == "rewrite":
         rewriter.rewrite(model)
     else:
-        raise ValueError(
+        raise UsageError(
             f"unknown onnxscript optimizer part {part!r}; use one of {', '.join(OPTIMIZER_PARTS)}"
         )
     after = Counter(_op(n) for n in model.graph)
@@ -386,7 +387,7 @@ def fusion_step(path: str, name: str, *, out_path: str) -> list[str]:
     import onnxscript
 
     if name not in FUSION_STEPS:
-        raise ValueError(f"unknown onnxscript fusion {name!r}; use one of {', '.join(FUSION_STEPS)}")
+        raise UsageError(f"unknown onnxscript fusion {name!r}; use one of {', '.join(FUSION_STEPS)}")
     model, proto = _ir_model(path)
     log = [f"onnxscript {onnxscript.__version__}: {name}"]
     try:

@@ -35,6 +35,7 @@ from typing import Any
 import onnx
 from onnx import helper
 
+from explorer.core.errors import UsageError
 from explorer.onnx_adapter.files import save_model
 from explorer.passes.step_failures import StepCrashed, crash_site, step_traceback
 
@@ -260,11 +261,11 @@ def ort_transformers_step(
     from onnxruntime.transformers.optimizer import MODEL_TYPES, optimize_model
 
     if model_type not in MODEL_TYPES:
-        raise ValueError(
+        raise UsageError(
             f"unknown ONNX Runtime transformer model type {model_type!r}; use one of {', '.join(MODEL_TYPES)}"
         )
     if model_type == "phi" and not onnx.load(path, load_external_data=False).functions:
-        raise ValueError(
+        raise UsageError(
             "the phi optimizer expects the dynamo exporter's Phi-2 graph, with one model-local function "
             "per module; this model has no model-local functions"
         )
@@ -276,7 +277,7 @@ def ort_transformers_step(
         setattr(options, name, False)
     level = MODEL_TYPES[model_type][2] if opt_level is None else int(opt_level)
     if level not in (0, *_LEVELS):
-        raise ValueError(f"opt_level must be 0, 1, 2 or 99, not {opt_level!r}")
+        raise UsageError(f"opt_level must be 0, 1, 2 or 99, not {opt_level!r}")
     log = [
         f"onnxruntime {onnxruntime.__version__} transformers optimizer: model_type={model_type}, "
         f"num_heads={num_heads or 'detect'}, hidden_size={hidden_size or 'detect'}, opt_level={level}"

@@ -98,7 +98,7 @@ def run_pipeline(
     'zoo:resnet18 after fuse_bn_into_conv'
     """
     graph = source if isinstance(source, ModelGraph) else load(source, input_shapes=input_shapes)
-    onnx_model(graph, "run_pipeline")  # a ValueError for a subgraph or another IR's graph
+    onnx_model(graph, "run_pipeline")  # a UsageError for a subgraph or another IR's graph
     passes = _passes(pipeline, input_shapes)
     watch = _observers(verify, seed, input_shapes, progress, observers)
     snapshots = [watch.after_step(Snapshot.original(graph))]

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import onnx
 
+from explorer.core.errors import UsageError
 from explorer.core.tensors import shape_from_type
 from explorer.onnx_adapter.files import save_model
 
@@ -57,7 +58,7 @@ def fix_shapes_step(
 
     Raises
     ------
-    ValueError
+    UsageError
         When no shapes are given, or one names no graph input.
 
     Examples
@@ -72,13 +73,13 @@ def fix_shapes_step(
     from onnxruntime.tools.onnx_model_utils import fix_output_shapes, make_input_shape_fixed
 
     if not input_shapes:
-        raise ValueError("ort-quant:fix_shapes needs input_shapes, e.g. {'input': [1, 3, 224, 224]}")
+        raise UsageError("ort-quant:fix_shapes needs input_shapes, e.g. {'input': [1, 3, 224, 224]}")
     model = onnx.load(path)
     by_name = {v.name: v for v in model.graph.input}
     log = []
     for name, shape in input_shapes.items():
         if name not in by_name:
-            raise ValueError(f"{path}: no graph input {name!r} (inputs: {', '.join(by_name)})")
+            raise UsageError(f"{path}: no graph input {name!r} (inputs: {', '.join(by_name)})")
         before = shape_from_type(by_name[name].type)[0]
         make_input_shape_fixed(model.graph, name, [int(d) for d in shape])
         log.append(f"{name}: {list(before) if before is not None else '?'} -> {[int(d) for d in shape]}")
@@ -154,7 +155,7 @@ def qnn_qdq_step(
 
     Raises
     ------
-    ValueError
+    UsageError
         For an activation or weight type the QNN configuration does not take.
 
     Examples
@@ -177,7 +178,7 @@ def qnn_qdq_step(
         "int16": QuantType.QInt16,
     }
     if activation_type not in ACTIVATION_TYPES or weight_type not in types:
-        raise ValueError(
+        raise UsageError(
             f"activation_type must be one of {ACTIVATION_TYPES} and weight_type one of {sorted(types)}, "
             f"not {activation_type!r} / {weight_type!r}"
         )

@@ -112,7 +112,7 @@ def get_runtime(name: str, **options: Any) -> Runtime:
         from explorer.runtimes.iree_runtime import IreeRuntime
 
         return IreeRuntime(**options) if name == "iree" else IreeRuntime(flags="default", **options)
-    raise ValueError(f"no runtime {name!r}: the runtimes are {', '.join(RUNTIME_NAMES)}")
+    raise UsageError(f"no runtime {name!r}: the runtimes are {', '.join(RUNTIME_NAMES)}")
 
 
 def latency_stats(times_ms: Sequence[float]) -> dict[str, float]:

@@ -42,7 +42,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from explorer.core.errors import LoweringError, MissingDependencyError
+from explorer.core.errors import LoweringError, MissingDependencyError, UsageError
 from explorer.isolation import worker
 from explorer.isolation.worker import ProgressEvent
 from explorer.onnx_adapter.adapter import onnx_model
@@ -102,11 +102,11 @@ class IreeRuntime:
         from explorer.lower.iree_compile import TARGETS  # no IREE import: the flags are a table
 
         if self.target not in TARGETS:
-            raise ValueError(f"no IREE target {self.target!r}: the targets are {', '.join(TARGETS)}")
+            raise UsageError(f"no IREE target {self.target!r}: the targets are {', '.join(TARGETS)}")
         if self.threads < 0:
-            raise ValueError(f"threads must be 0 (one per physical core) or more, not {self.threads}")
+            raise UsageError(f"threads must be 0 (one per physical core) or more, not {self.threads}")
         if self.flags not in ("fast", "default"):
-            raise ValueError(f"flags must be 'fast' or 'default', not {self.flags!r}")
+            raise UsageError(f"flags must be 'fast' or 'default', not {self.flags!r}")
 
     @property
     def name(self) -> str:

@@ -92,7 +92,7 @@ class OrtRuntime:
 
     def __post_init__(self) -> None:
         if self.optimization not in ORT_LEVELS:
-            raise ValueError(
+            raise UsageError(
                 f"optimization must be one of {', '.join(ORT_LEVELS)}, not {self.optimization!r}"
             )
 

@@ -951,7 +951,10 @@ def profile_session(path: str, key: str, feeds: Mapping[str, np.ndarray], runs: 
     """
     session = _get(key)
     if session.profile is None:
-        raise ValueError(f"session {key!r} cannot be profiled")
+        raise UsageError(
+            f"session {key!r} cannot be profiled: it keeps no kernel profile (a TVM session on an RPC "
+            "server); profile a session prepared on this machine (without rpc_tracker)"
+        )
     bound = session.bind(feeds)
     records = session.profile(path, bound, max(1, int(runs)))
     totals: dict[int, float] = {}

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from explorer.core.errors import LoweringError
+from explorer.core.errors import LoweringError, UsageError
 from explorer.isolation import worker
 from explorer.isolation.io import cache_folder
 from explorer.isolation.worker import ProgressEvent
@@ -108,19 +108,19 @@ class TvmRuntime:
     def __post_init__(self) -> None:
         from explorer.lower.relax_target import parse_target
 
-        parse_target(self.target)  # a malformed target is a ValueError now, not in the worker
+        parse_target(self.target)  # a malformed target is a UsageError now, not in the worker
         if self.rpc_tracker:
             from explorer.lower.rpc_tracker import tracker_address
 
             tracker_address(self.rpc_tracker)  # HOST:PORT, or a UsageError (a ValueError) naming the form
         if bool(self.rpc_tracker) != bool(self.rpc_key):
-            raise ValueError("rpc_tracker and rpc_key go together: HOST:PORT and the servers' key")
+            raise UsageError("rpc_tracker and rpc_key go together: HOST:PORT and the servers' key")
         if self.schedules not in SCHEDULES:
-            raise ValueError(f"schedules must be one of {', '.join(SCHEDULES)}, not {self.schedules!r}")
+            raise UsageError(f"schedules must be one of {', '.join(SCHEDULES)}, not {self.schedules!r}")
         if self.tune_every_task and not (self.tune_trials > 0 or self.tune_minutes):
-            raise ValueError("tune_every_task spreads a tuning budget: give tune_trials or tune_minutes")
+            raise UsageError("tune_every_task spreads a tuning budget: give tune_trials or tune_minutes")
         if self.schedules == "naive" and self.tuned:
-            raise ValueError("schedules='naive' is the untuned baseline: it takes no tuning or records")
+            raise UsageError("schedules='naive' is the untuned baseline: it takes no tuning or records")
 
     @property
     def name(self) -> str:

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from explorer.core.errors import UsageError
 from explorer.targets.support import (
     ATTRIBUTE,
     CONSTANT_INPUT,
@@ -230,7 +231,7 @@ def attribute_rule_failure(facts: NodeFacts, rule: str) -> str | None:
         name, _, expected = rule.partition("=")
         check = lambda v: _equals(v, _parse_value(expected))  # noqa: E731
     else:
-        raise ValueError(f"attribute rule {rule!r} is not 'name=value', 'name!=value' or 'name in A|B'")
+        raise UsageError(f"attribute rule {rule!r} is not 'name=value', 'name!=value' or 'name in A|B'")
     name = name.strip()
     value = facts.attribute(name)
     if value is None or check(value):

@@ -303,7 +303,11 @@ def _greedy_groups(
     if group:
         groups.append(group)
     if seen != len(units):
-        raise ValueError("the partitions form a cycle between devices: they cannot run one after another")
+        raise UsageError(
+            "target: the partitioning's groups form a cycle between devices (a path leaves a group and "
+            "comes back into it), so they cannot run one after another; give groups without such a path, "
+            "as partition() makes"
+        )
     return groups
 
 
@@ -343,7 +347,10 @@ def _chain(
             if in_degree[c] == 0:
                 heapq.heappush(ready, (first[c], c))
     if len(order) != len(pieces):
-        raise ValueError("the pieces form a cycle: they cannot run one after another")
+        raise UsageError(
+            "target: the partitioning's pieces form a cycle, so they cannot run one after another; give "
+            "groups without a path that leaves a group and comes back into it, as partition() makes"
+        )
     return order
 
 
@@ -393,10 +400,8 @@ def plan_pieces(graph: ModelGraph, target: str | Target | Partitioning | Coverag
     Raises
     ------
     UsageError
-        A report of several targets.
-    ValueError
-        The partitioning's groups cannot be chained (a cycle between pieces; never for
-        :func:`~explorer.targets.partition.partition`'s groups).
+        A report of several targets; or the partitioning's groups cannot be chained (a cycle
+        between pieces; never for :func:`~explorer.targets.partition.partition`'s groups).
 
     Examples
     --------
@@ -727,6 +732,8 @@ def write_pieces(path: str | os.PathLike[str], specs: Sequence[Mapping[str, Any]
 
     Raises
     ------
+    UsageError
+        A spec with no node indices.
     InvalidModelError
         A piece fails the ONNX checker because the model does.
     onnx.checker.ValidationError
@@ -759,7 +766,10 @@ def write_pieces(path: str | os.PathLike[str], specs: Sequence[Mapping[str, Any]
     written = []
     for spec in specs:
         if not spec["indices"]:
-            raise ValueError(f"piece {spec['file']} has no nodes")
+            raise UsageError(
+                f"specs: piece {spec['file']!r} has no nodes (its 'indices' is empty); "
+                "each piece needs one node index or more"
+            )
         chosen = [nodes[i] for i in sorted(spec["indices"])]
         produced = {o for n in chosen for o in n.output}
         boundary = {e["name"] for e in spec["inputs"]}

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import plotly.graph_objects as go
 
+from explorer.core.errors import UsageError
 from explorer.runtimes.task_coverage import SCHEDULE_WORDS
 from explorer.views.tables import html_table
 
@@ -50,7 +51,7 @@ def latency_figure(report: BenchReport, kind: str = "box", log_scale: bool | Non
     'violin'
     """
     if kind not in ("box", "violin"):
-        raise ValueError(f"kind must be 'box' or 'violin', not {kind!r}")
+        raise UsageError(f"kind must be 'box' or 'violin', not {kind!r}")
     fig = go.Figure()
     for index, result in enumerate(report.results):
         color = RUNTIME_COLORS[index % len(RUNTIME_COLORS)]

@@ -232,7 +232,7 @@ def build(name: str, **options: Any) -> onnx.ModelProto:
         message lists the valid names.
     TypeError
         An option the model does not take.
-    ValueError
+    UsageError
         An option with an impossible value (e.g. ``hidden`` not a multiple of ``heads``).
 
     Examples

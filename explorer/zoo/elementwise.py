@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto
 
+from explorer.core.errors import UsageError
 from explorer.zoo.parts import _Built, _check_positive, _Dim, _GraphBuilder, _scope, _value
 
 __all__ = ["ELEMENTWISE_ACTIVATIONS"]
@@ -35,7 +36,7 @@ def _elementwise(
     _check_positive(ops=ops, features=features)
     if activation not in ELEMENTWISE_ACTIVATIONS:
         choices = ", ".join(ELEMENTWISE_ACTIVATIONS)
-        raise ValueError(f"activation must be one of {choices}, got {activation!r}")
+        raise UsageError(f"activation must be one of {choices}, got {activation!r}")
     b = _GraphBuilder(np.random.default_rng(seed))
     x = "x"
     for i in range(ops):

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 from onnx import TensorProto, helper
 
+from explorer.core.errors import UsageError
 from explorer.isolation.io import write_bytes_atomic
 from explorer.zoo.parts import _check_positive, _model, _value
 
@@ -73,7 +74,7 @@ def write_external_chain(
     """
     _check_positive(hidden=hidden, layers=layers)
     if fill not in ("sparse", "random"):
-        raise ValueError(f"fill must be 'sparse' or 'random', not {fill!r}")
+        raise UsageError(f"fill must be 'sparse' or 'random', not {fill!r}")
     target = Path(folder)
     target.mkdir(parents=True, exist_ok=True)
     path, data = target / "model.onnx", target / "model.onnx.data"

@@ -24,6 +24,7 @@ import math
 import numpy as np
 from onnx import TensorProto
 
+from explorer.core.errors import UsageError
 from explorer.zoo.parts import _Built, _check_positive, _GraphBuilder, _scope, _value
 
 __all__: list[str] = []
@@ -173,7 +174,7 @@ def _llama(
         context=context,
     )
     if hidden % heads or heads % kv_heads or (hidden // heads) % 2:
-        raise ValueError(
+        raise UsageError(
             f"llama needs hidden ({hidden}) a multiple of heads ({heads}), heads a multiple of kv_heads "
             f"({kv_heads}) and an even head size"
         )

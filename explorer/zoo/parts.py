@@ -29,6 +29,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from explorer.core.errors import UsageError
+
 __all__: list[str] = []
 
 
@@ -242,10 +244,11 @@ def _image_input(name: str, image_size: int | None) -> onnx.ValueInfoProto:
 
 
 def _check_positive(**values: float | None) -> None:
-    """Raise ``ValueError`` for the first option that is not positive (``None`` is allowed)."""
+    """Raise :class:`~explorer.core.errors.UsageError` for the first option that is not positive
+    (``None`` is allowed)."""
     for key, value in values.items():
         if value is not None and value <= 0:
-            raise ValueError(f"{key} must be positive, got {value!r}")
+            raise UsageError(f"{key} must be positive, got {value!r}")
 
 
 def _dynamic_dim(b: _GraphBuilder, x: str, index: int, scope: str) -> str:

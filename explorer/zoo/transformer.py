@@ -19,6 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 from onnx import TensorProto
 
+from explorer.core.errors import UsageError
 from explorer.zoo.parts import (
     _Built,
     _check_positive,
@@ -105,9 +106,9 @@ def _transformer(
     """A pre-LN Transformer encoder over token ids, exported PyTorch-style."""
     _check_positive(layers=layers, hidden=hidden, heads=heads, vocab=vocab, max_positions=max_positions)
     if hidden % heads:
-        raise ValueError(f"hidden ({hidden}) must be a multiple of heads ({heads})")
+        raise UsageError(f"hidden ({hidden}) must be a multiple of heads ({heads})")
     if gelu not in ("op", "erf"):
-        raise ValueError(f"gelu must be 'op' (opset-20 Gelu) or 'erf' (Div/Erf/Add/Mul/Mul), got {gelu!r}")
+        raise UsageError(f"gelu must be 'op' (opset-20 Gelu) or 'erf' (Div/Erf/Add/Mul/Mul), got {gelu!r}")
     ffn = 4 * hidden if ffn is None else ffn
     _check_positive(ffn=ffn)
     b = _GraphBuilder(np.random.default_rng(seed))

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from explorer.core.errors import UsageError
+
 if TYPE_CHECKING:
     from explorer.core.diff import GraphDiff
 
@@ -58,5 +60,5 @@ def diff_overlay(diff: GraphDiff, side: str = "after") -> dict[str, str]:
     {'kept'}
     """
     if side not in ("after", "before"):
-        raise ValueError(f"side must be 'after' or 'before', not {side!r}")
+        raise UsageError(f"side must be 'after' or 'before', not {side!r}")
     return diff.status_after() if side == "after" else diff.status_before()

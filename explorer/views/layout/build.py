@@ -7,6 +7,7 @@ from collections.abc import Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from explorer.core.errors import UsageError
 from explorer.views.layout.cache import _cache_get, _cache_put, graph_fingerprint, layout_digest
 from explorer.views.layout.layering import _layering, _rank_of
 from explorer.views.layout.ordering import MAXITER, _Placement, _refine, _sugiyama
@@ -194,7 +195,7 @@ def layered(
     """
     mode = _normalize_collapse(collapse)
     if node_size is not None and not straight:
-        raise ValueError("node_size needs straight=True (igraph's own placement knows no box sizes)")
+        raise UsageError("node_size needs straight=True (igraph's own placement knows no box sizes)")
     version = graph_fingerprint(graph)
     vis: _Visible | None = None
     sizes: list[Size] | None = None

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Sequence
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
+from explorer.core.errors import UsageError
 from explorer.views.layout.build import layered
 from explorer.views.layout.cache import _expanded_from, _remember_expansion, graph_fingerprint
 from explorer.views.layout.layering import _layering, _rank_of
@@ -31,7 +32,7 @@ def _layer_of_y(y: float, vgap: float) -> int:
 def _check_version(layout: Layout, graph: ModelGraph) -> str:
     version = graph_fingerprint(graph)
     if layout.version and layout.version != version:
-        raise ValueError("the layout belongs to another version of the graph; call layered() for this one")
+        raise UsageError("the layout belongs to another version of the graph; call layered() for this one")
     return version
 
 
@@ -396,7 +397,7 @@ def collapse_group(layout: Layout, graph: ModelGraph, scope: Sequence[str]) -> L
     mode = frozenset(s for s in layout.collapsed if s[: len(scope)] != scope) | {scope}
     vis = _visible(graph, mode)
     if gid not in vis.index:
-        raise ValueError(f"no node of the graph lies in scope {'/'.join(scope)!r}")
+        raise UsageError(f"no node of the graph lies in scope {'/'.join(scope)!r}")
     result = None if layout.back_edges else _collapse_in_place(layout, vis, gid, version)
     if result is None:
         result = _relayout(layout, graph, mode)

@@ -9,6 +9,7 @@ from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from explorer.core.errors import UsageError
 from explorer.views.layout.value import NodeSize, Size
 from explorer.views.layout.visible import _Visible
 from explorer.views.node_boxes import PX_PER_UNIT, node_box_size
@@ -90,7 +91,7 @@ def _pair(item: str, value: Any) -> Size:
     except (TypeError, ValueError):
         raise TypeError(f"node_size gave {value!r} for {item!r}; expected (width, height)") from None
     if not (math.isfinite(w) and math.isfinite(h) and w >= 0 and h >= 0):
-        raise ValueError(f"node_size gave {value!r} for {item!r}; sizes must be finite and >= 0")
+        raise UsageError(f"node_size gave {value!r} for {item!r}; sizes must be finite and >= 0")
     return w, h
 
 

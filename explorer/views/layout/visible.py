@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from explorer.core.errors import UsageError
 from explorer.views.layout.value import Collapse, Scope, group_id
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ def _normalize_collapse(collapse: Collapse) -> int | frozenset[Scope] | None:
         raise TypeError("collapse must be None, a depth (int >= 1) or an iterable of scope tuples")
     if isinstance(collapse, int):
         if collapse < 1:
-            raise ValueError(f"collapse depth must be at least 1, got {collapse}")
+            raise UsageError(f"collapse depth must be at least 1, got {collapse}")
         return collapse
     if isinstance(collapse, str):
         raise TypeError("collapse must be None, a depth or an iterable of scope tuples, not a string")
