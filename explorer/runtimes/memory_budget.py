@@ -19,7 +19,7 @@ Examples
 --------
 >>> budget = memory_budget("bench", "tvm", weights_bytes=100 * 2**20, limit_bytes=16 * 2**30)
 >>> budget.fits, round(budget.needed_bytes / 2**20)
-(True, 722)
+(True, 652)
 """
 
 from __future__ import annotations
