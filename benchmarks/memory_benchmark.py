@@ -108,8 +108,8 @@ def _peak(words: list[str], kill_bytes: int, timeout: float) -> tuple[int, int, 
     lines: list[str] = []
     reader = _drain(process, lines)
     while process.poll() is None:
-        peak = max(peak, tree_memory(process.pid).rss_bytes)
-        anon = max(anon, _tree_anonymous(process.pid))
+        now = tree_memory(process.pid)
+        peak, anon = max(peak, now.rss_bytes), max(anon, now.anonymous_bytes)
         if peak > kill_bytes or time.perf_counter() - started > timeout:
             stopped = (
                 f"stopped by the benchmark at {peak / GIB:.1f} GiB / {time.perf_counter() - started:.0f} s"
@@ -121,23 +121,6 @@ def _peak(words: list[str], kill_bytes: int, timeout: float) -> tuple[int, int, 
     reader.join()
     seconds = time.perf_counter() - started
     return peak, anon, seconds, process.returncode, stopped or (lines[-1].strip() if lines else "")
-
-
-def _tree_anonymous(pid: int) -> int:
-    """The tree's resident memory that is not file-backed (RSS less shared: mapped files, which the
-    kernel can drop and read again, are left out): what the machine must hold."""
-    total = 0
-    try:
-        processes = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
-    except psutil.Error:
-        return 0
-    for process in processes:
-        try:
-            info = process.memory_info()
-        except psutil.Error:
-            continue
-        total += info.rss - getattr(info, "shared", 0)
-    return total
 
 
 def _drain(process: subprocess.Popen[str], lines: list[str]) -> object:

@@ -58,6 +58,9 @@ class TreeMemory:
         The sum of their proportional set sizes (shared pages counted once over the tree).
     root_pss_bytes : int
         The root's own proportional set size (0 when it was not counted or is gone).
+    anonymous_bytes : int
+        The sum of their resident memory that no file backs (RSS less shared pages: a file mapped
+        read-only is page cache the kernel can drop and read again).
     """
 
     root_pid: int
@@ -65,6 +68,7 @@ class TreeMemory:
     processes: int
     pss_bytes: int = 0
     root_pss_bytes: int = 0
+    anonymous_bytes: int = 0
 
     @property
     def rss_mib(self) -> float:
@@ -87,7 +91,7 @@ class TreeMemory:
         Examples
         --------
         >>> TreeMemory(1, 2**20, 1).to_frame().columns.tolist()
-        ['root_pid', 'rss_bytes', 'processes', 'pss_bytes', 'root_pss_bytes', 'rss_mib']
+        ['root_pid', 'rss_bytes', 'processes', 'pss_bytes', 'root_pss_bytes', 'anonymous_bytes', 'rss_mib']
         """
         import pandas as pd
 
@@ -128,26 +132,28 @@ def tree_memory(pid: int | None = None, *, include_root: bool = True) -> TreeMem
         return TreeMemory(root_pid, 0, 0)
     if include_root:
         processes.insert(0, root)
-    total = proportional = counted = own = 0
+    total = proportional = counted = own = anonymous = 0
     for process in processes:
         try:
-            rss, pss = _rss_and_pss(process)
+            rss, pss, shared = _rss_pss_shared(process)
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
             continue
         total, proportional, counted = total + rss, proportional + pss, counted + 1
+        anonymous += rss - shared
         if process.pid == root_pid:
             own = pss
-    return TreeMemory(root_pid, total, counted, proportional, own)
+    return TreeMemory(root_pid, total, counted, proportional, own, anonymous)
 
 
-def _rss_and_pss(process: psutil.Process) -> tuple[int, int]:
-    """A process's resident and proportional set sizes (PSS read as RSS where there is none)."""
+def _rss_pss_shared(process: psutil.Process) -> tuple[int, int, int]:
+    """A process's resident and proportional set sizes (PSS read as RSS where there is none) and
+    its resident shared (file-backed) memory."""
     try:
         full = process.memory_full_info()
     except psutil.AccessDenied:
-        rss = process.memory_info().rss
-        return rss, rss
-    return full.rss, int(getattr(full, "pss", full.rss))
+        info = process.memory_info()
+        return info.rss, info.rss, int(getattr(info, "shared", 0))
+    return full.rss, int(getattr(full, "pss", full.rss)), int(getattr(full, "shared", 0))
 
 
 @dataclass(frozen=True)

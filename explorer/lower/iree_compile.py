@@ -560,7 +560,7 @@ def build_vmfb(
     function = re.search(r"func\.func @\"?([^\"(\s]+)", imported["text"])
     return {
         "vmfb": out_path,
-        "parameters": archive if imported["parameters"] else None,
+        "parameters": archive if named else None,
         "inputs": imported["inputs"],
         "import_seconds": imported["seconds"],
         "compile_seconds": compiled["seconds"],
