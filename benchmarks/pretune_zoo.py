@@ -31,9 +31,9 @@ from pathlib import Path
 
 from runtime_benchmark import model_graph
 
-from explorer.lower.relax_tuning import tuning_dir
-from explorer.lower.tuning_log import forget_models
-from explorer.lower.tvm_records import MANIFEST, RECORDS_ROOT, export_records, records_key
+from explorer.lower.tvm.relax_tuning import tuning_dir
+from explorer.lower.tvm.tuning_log import forget_models
+from explorer.lower.tvm.tvm_records import MANIFEST, RECORDS_ROOT, export_records, records_key
 from explorer.runtimes import TvmRuntime
 
 __all__ = ["main"]

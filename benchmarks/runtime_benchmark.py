@@ -8,7 +8,7 @@ For each model, in one process and on the same inputs:
 - ``tvm plain loops``: TVM Relax compiled for this CPU with the default pipeline, no schedule
   (``TvmRuntime(schedules="naive")``: every kernel the loop nest LegalizeOps wrote);
 - ``tvm default schedules``: untuned, each kernel one unmeasured schedule from MetaSchedule's
-  rules (``TvmRuntime()``: :mod:`explorer.lower.default_schedules`);
+  rules (``TvmRuntime()``: :mod:`explorer.lower.tvm.default_schedules`);
 - ``tvm tuned``: the same, tuned with MetaSchedule for ``--tune-minutes`` (skipped at 0) into
   the database under ``--tuning-root`` (by default a new, empty one, so the figure is what
   that budget alone finds; give the same root again to apply it without tuning);
@@ -42,7 +42,7 @@ import time
 
 from explorer import load
 from explorer.lower import relax_import
-from explorer.lower.tvm_records import shipped_records
+from explorer.lower.tvm.tvm_records import shipped_records
 from explorer.onnx_adapter.inputs import concrete_input_shapes
 from explorer.runtimes import IreeRuntime, OrtRuntime, TorchEagerRuntime, TvmRuntime, bench
 from explorer.runtimes.environment import environment

@@ -72,7 +72,11 @@ STAGE_ORDER = ("passes", "lower", "runtimes", "targets", "overlays")
 
 RUN_TIME_CIRCLES = {
     frozenset(
-        {"explorer.lower.default_schedules", "explorer.lower.relax_tuning", "explorer.lower.schedule_check"}
+        {
+            "explorer.lower.tvm.default_schedules",
+            "explorer.lower.tvm.relax_tuning",
+            "explorer.lower.tvm.schedule_check",
+        }
     ),
     frozenset({"explorer.overlays.mapping", "explorer.overlays.model_explorer", "explorer.overlays.value"}),
 }
@@ -83,7 +87,11 @@ MODULE_NAME = re.compile(r"explorer(\.\w+)+")
 IR_SWITCH = re.compile(r"\.ir\s*[!=]=|\bir\s*[!=]=\s*[\"']|\.model is (not )?None")
 """An ``if ir ==`` / ``model is not None`` switch: per-IR behaviour belongs to the adapters."""
 
-ADAPTER_FILES = {"explorer/onnx_adapter", "explorer/lower/relax_adapter.py", "explorer/lower/mlir_adapter.py"}
+ADAPTER_FILES = {
+    "explorer/onnx_adapter",
+    "explorer/lower/tvm/relax_adapter.py",
+    "explorer/lower/iree/mlir_adapter.py",
+}
 
 
 def _modules(top: str) -> dict[str, Path]:

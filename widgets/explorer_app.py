@@ -7,9 +7,9 @@ Explorer's node data) above five tabs that share the model and the selection:
 - **Graph**: :class:`~widgets.GraphView` of the model;
 - **Passes**: :class:`~widgets.PassStepper`, the model through a pipeline of passes;
 - **Lowering**: a :class:`~widgets.TimelineStepper` of the model lowered through TVM Relax
-  (:func:`explorer.lower.relax_pipeline`; a model the importer needs rewritten first is
+  (:func:`explorer.lower.tvm.relax_pipeline`; a model the importer needs rewritten first is
   lowered through the fix it offers, and says so), or through IREE's MLIR phases
-  (:func:`explorer.lower.iree_pipeline.iree_pipeline`), as the compiler menu above it says;
+  (:func:`explorer.lower.iree.iree_pipeline.iree_pipeline`), as the compiler menu above it says;
 - **Runtimes**: :class:`~widgets.BenchPanel`, ONNX Runtime and TVM side by side;
 - **Targets**: :class:`~widgets.CoveragePanel`, op support and partitions per target.
 
@@ -63,6 +63,7 @@ from explorer.core.graph import ModelGraph
 from explorer.core.node_trace import lowered_from
 from explorer.isolation import worker
 from explorer.isolation.io import write_bytes_atomic
+from explorer.lower.compilers import COMPILER_NAMES, LowerOptions, get_compiler
 from explorer.onnx_adapter.adapter import has_onnx_model
 from explorer.onnx_adapter.inputs import concrete_input_shapes
 from explorer.onnx_adapter.model_files import new_model_dir
@@ -97,7 +98,10 @@ DEFAULT_LOWERING = "zero"
 
 _COSTLY = ("Passes", "Lowering", "Runtimes", "Targets")
 
-COMPILERS = {"tvm": "TVM Relax, pass by pass", "iree": "IREE (MLIR), phase by phase"}
+COMPILERS = {
+    name: f"{compiler.label}, {compiler.step_word} by {compiler.step_word}"
+    for name, compiler in ((name, get_compiler(name)) for name in COMPILER_NAMES)
+}
 """What the Lowering tab lowers with (its compiler menu): name -> label."""
 
 NO_OVERLAY = "none"
@@ -559,21 +563,20 @@ class Explorer(w.VBox):
 
     def _build_lowering(self) -> Any:
         from explorer.core.errors import LoweringError
-        from explorer.lower import RelaxImportFailed, relax_pipeline
+        from explorer.lower import RelaxImportFailed
         from explorer.lower.import_fix import lower_with_fixes
-        from explorer.lower.iree_pipeline import iree_pipeline
 
         from .timeline_stepper import TimelineStepper
 
         why: list[str] = []  # the failure each fix answered
-        compiler = self.compiler_menu.value
-        self._place("Lowering", self.compiler_menu, w.HTML(f"<i>{COMPILERS[compiler]}: computing ...</i>"))
+        compiler = get_compiler(self.compiler_menu.value)
+        options = LowerOptions(passes=self.lowering)  # each compiler reads its own options
+        label = COMPILERS[compiler.name]
+        self._place("Lowering", self.compiler_menu, w.HTML(f"<i>{label}: computing ...</i>"))
 
         def lower(graph: Any, shapes: Any) -> Any:
             try:
-                if compiler == "iree":
-                    return iree_pipeline(graph, input_shapes=shapes, progress=self._progress)
-                return relax_pipeline(graph, shapes, self.lowering, progress=self._progress)
+                return compiler.lower(graph, shapes, options, progress=self._progress)
             except (RelaxImportFailed, LoweringError) as failed:
                 why.append(str(failed))
                 raise

@@ -6,7 +6,7 @@ changed amber, the fused result purple); the table lists every step with its
 op-count deltas and output drift, steps that changed nothing in grey. It knows
 nothing of where the timeline came from: ONNX passes (:class:`widgets.PassStepper`
 puts a pass picker above it), the TVM Relax lowering (the Explorer's Lowering tab,
-:func:`explorer.lower.relax_pipeline`) and a target's preparation
+:func:`explorer.lower.tvm.relax_pipeline`) and a target's preparation
 (:class:`widgets.CoveragePanel`). The work is done by
 :mod:`explorer.core.diff` and :func:`explorer.views.figures.graph_figure`; this class wires
 state and events.

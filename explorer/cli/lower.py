@@ -21,29 +21,14 @@ from explorer.cli.fix_flags import add_fix_options, fix_progress, with_flags
 from explorer.cli.options import add_input_shape, add_json, add_model
 from explorer.core.errors import LoweringError, UsageError
 from explorer.isolation.io import check_output_path
+from explorer.lower.compilers import COMPILER_NAMES, STEP_METRICS, Compiler, LowerOptions, get_compiler
 from explorer.onnx_adapter.input_shapes import check_input_shapes
 from explorer.onnx_adapter.load import load
 
 __all__ = ["add_parser", "run", "METRICS"]
 
-METRICS = (
-    "bindings",
-    "prim_funcs",
-    "fused",
-    "kernels",
-    "intermediates",
-    "tensor_allocations",
-    "tensor_bytes",
-    "storages",
-    "storage_bytes",
-)
-"""The metrics of a Relax step ``lower`` reports (``None`` where a step has not got one)."""
-
-IREE_METRICS = ("ops", "dispatches", "executables")
-"""The metrics of an IREE step ``lower --compiler iree`` reports, with ``dialects`` (ops per dialect)."""
-
-COMPILERS = ("tvm", "iree")
-"""What ``--compiler`` chooses: TVM Relax, or IREE (MLIR)."""
+METRICS = STEP_METRICS
+"""The metrics of a step ``lower`` reports (``None`` where a step has not got one)."""
 
 
 def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -81,8 +66,8 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--compiler",
-        choices=COMPILERS,
-        default="tvm",
+        choices=COMPILER_NAMES,
+        default=COMPILER_NAMES[0],
         help="tvm: TVM Relax, pass by pass (default); iree: IREE's ONNX import and compilation for this CPU "
         "(llvm-cpu), one step per phase (torch import, input, ..., flow, stream, hal, vm) with the ops per "
         "MLIR dialect of each (needs the iree extra)",
@@ -120,7 +105,7 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Lower ``args.model`` pass by pass and print one row per step; return 0, or
+    """Lower ``args.model`` step by step with ``--compiler`` and print one row per step; return 0, or
     :data:`~explorer.cli.errors.EXIT_NOT_IMPORTED` when it does not import.
 
     Examples
@@ -128,23 +113,16 @@ def run(args: argparse.Namespace) -> int:
     >>> from explorer.cli import build_parser
     >>> run(build_parser().parse_args(["lower", "zoo:mlp", "--passes", "zero", "--json"]))
     ... # doctest: +ELLIPSIS
-    {"source": "zoo:mlp", "fixes": [], "import": {"pass": "relax import", ...}
+    {"source": "zoo:mlp", "compiler": "tvm", "fixes": [], "import": {"pass": "relax import", ...}
     0
     """
-    from explorer.core.tensors import format_bytes
-    from explorer.lower import FIX, RelaxImportFailed, relax_pipeline
-    from explorer.lower.relax_pipeline import check_passes
+    from explorer.lower import FIX, RelaxImportFailed
 
-    if args.compiler == "iree":
-        return _run_iree(args)
-    if args.detail != "phases" or args.iree_flags != "default":
-        raise UsageError(
-            "--detail and --iree-flags are for --compiler iree (TVM's steps are its passes: --passes)"
-        )
-    passes = check_passes(args.passes) if args.passes else "default"  # a typo: before anything runs
+    compiler = get_compiler(args.compiler)
+    options = compiler.check_options(LowerOptions(args.passes, args.detail, args.iree_flags))  # before work
     _check_mapping_flags(args)
     try:
-        timeline, applied, graph = _lowered(args, lambda g, s: relax_pipeline(g, s, passes))
+        timeline, applied, graph = _lowered(args, lambda g, s: compiler.lower(g, s, options))
     except RelaxImportFailed as err:
         result = err.result
         if args.json:
@@ -166,95 +144,55 @@ def run(args: argparse.Namespace) -> int:
                 how = "--simplify --input-shape ..., or --fix" if result.fix == FIX else "--fix"
                 print(f"fix: {result.fix} (onnx-explorer lower MODEL {how})", file=sys.stderr)
         return EXIT_NOT_IMPORTED
-    rows = [
-        {
-            "pass": snap.name,
-            "changed": snap.changed,
-            "elapsed_ms": round(snap.elapsed * 1000, 3),
-            **{key: snap.metrics.get(key) for key in METRICS},
-            "log": list(snap.log),
-        }
-        for snap in timeline.snapshots
-    ]
+    rows = compiler.step_rows(timeline)
     mapping = _export_mapping(args, graph, timeline)
     if args.json:
         extra = {"mapping": mapping} if mapping else {}
-        document = {"source": args.model, "fixes": list(applied), "import": rows[0], "steps": rows[1:]}
+        document = {
+            "source": args.model,
+            "compiler": compiler.name,
+            "fixes": list(applied),
+            "import": rows[0],
+            "steps": rows[1:],
+        }
         print(json.dumps({**document, **extra}))
         return 0
-    print(
-        f"model: {args.model} (Relax import {rows[0]['elapsed_ms']:.1f} ms, {rows[0]['bindings']} bindings)"
-    )
-    for fix in applied:
-        print(f"fixed before the import: {fix}")
-    print(
-        f"{'#':>2}  {'pass':<22} {'changed':<7} {'ms':>9} {'bindings':>8} {'prim_funcs':>10} {'fused':>5}"
-        f" {'kernels':>7} {'intermediates':>13} {'storages':>8} {'storage':>10}"
-    )
-    for index, row in enumerate(rows[1:], start=1):
-        print(
-            f"{index:>2}  {row['pass']:<22} {'yes' if row['changed'] else 'no':<7} {row['elapsed_ms']:>9.1f} "
-            f"{row['bindings']:>8} {row['prim_funcs']:>10} {row['fused']:>5} {row['kernels']:>7} "
-            f"{row['intermediates']:>13} {row['storages']:>8} "
-            f"{format_bytes(row['storage_bytes']) if row['storage_bytes'] else '':>10}"
-        )
+    _print_steps(args.model, compiler, applied, rows)
     _print_mapping(mapping)
     return 0
 
 
-def _run_iree(args: argparse.Namespace) -> int:
-    """``lower --compiler iree``: one row per phase (or pass), with its ops per dialect."""
-    from explorer.lower.iree_pipeline import iree_pipeline
+def _print_steps(model: str, compiler: Compiler, applied: list[str], rows: list[dict[str, Any]]) -> None:
+    """The table of ``lower``: a line on the import, the fixes, then a row per step with the
+    compiler's :attr:`~explorer.lower.compilers.Compiler.table_columns` (and ops per dialect, where a
+    step counts them)."""
+    from explorer.core.tensors import format_bytes
 
-    if args.passes:
-        raise UsageError("--passes names TVM Relax passes; with --compiler iree use --detail phases|passes")
-    _check_mapping_flags(args)
-    timeline, applied, graph = _lowered(
-        args, lambda g, s: iree_pipeline(g, "llvm-cpu", args.detail, input_shapes=s, flags=args.iree_flags)
+    first = rows[0]
+    print(
+        f"model: {model} ({compiler.label} import {first['elapsed_ms']:.1f} ms, "
+        f"{first[compiler.import_metric]} {compiler.import_metric})"
     )
-    rows = [
-        {
-            "pass": snap.name,
-            "changed": snap.changed,
-            "elapsed_ms": round(snap.elapsed * 1000, 3),
-            **{key: snap.metrics.get(key) for key in METRICS},
-            **{key: snap.metrics.get(key) for key in IREE_METRICS},
-            "dialects": dict(timeline.dialects[index] or {}),
-            "log": list(snap.log),
-        }
-        for index, snap in enumerate(timeline.snapshots)
-    ]
-    mapping = _export_mapping(args, graph, timeline)
-    if args.json:
-        extra = {"mapping": mapping} if mapping else {}
-        print(
-            json.dumps(
-                {
-                    "source": args.model,
-                    "compiler": "iree",
-                    "fixes": list(applied),
-                    "import": rows[0],
-                    "steps": rows[1:],
-                    **extra,
-                }
-            )
-        )
-        return 0
-    print(f"model: {args.model} (IREE import {rows[0]['elapsed_ms']:.1f} ms, {rows[0]['ops']} ops)")
     for fix in applied:
         print(f"fixed before the import: {fix}")
-    print(
-        f"{'#':>2}  {'phase':<26} {'changed':<7} {'ms':>9} {'ops':>6} {'dispatches':>10}  "
-        "dialects (most ops first)"
-    )
+    dialects = "  dialects (most ops first)" if "dialects" in first else ""
+    columns = " ".join(f"{header:>{width}}" for header, _, width in compiler.table_columns)
+    print(f"{'#':>2}  {compiler.step_word:<26} {'changed':<7} {'ms':>9} {columns}{dialects}")
     for index, row in enumerate(rows):
-        top = sorted(row["dialects"].items(), key=lambda kv: -kv[1])[:4]
+        cells = []
+        for _, key, width in compiler.table_columns:
+            value = row.get(key)
+            if key.endswith("_bytes"):
+                text = format_bytes(value) if value else ""
+            else:
+                text = "" if value is None else value
+            cells.append(f"{text:>{width}}")
+        top = sorted(row.get("dialects", {}).items(), key=lambda kv: -kv[1])[:4]
         print(
             f"{index:>2}  {row['pass']:<26} {'yes' if row['changed'] else 'no':<7} {row['elapsed_ms']:>9.1f} "
-            f"{row['ops']:>6} {row['dispatches']:>10}  {', '.join(f'{k} {v}' for k, v in top)}"
+            + " ".join(cells)
+            + (f"  {', '.join(f'{k} {v}' for k, v in top)}" if dialects else "")
         )
-    _print_mapping(mapping)
-    return 0
 
 
 def _check_mapping_flags(args: argparse.Namespace) -> None:

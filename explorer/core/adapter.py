@@ -7,7 +7,7 @@ change), a weight's proto and statistics, and whether name scopes are read from
 node names (ONNX) or are the IR's own functions (Relax, TIR: drawn collapsed).
 :class:`GraphAdapter` itself answers for a graph that has only the graph model;
 the ONNX adapter (:mod:`explorer.onnx_adapter.adapter`) and the Relax adapter
-(:mod:`explorer.lower.relax_adapter`) subclass it.
+(:mod:`explorer.lower.tvm.relax_adapter`) subclass it.
 
 Examples
 --------

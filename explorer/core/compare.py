@@ -2,7 +2,7 @@
 
 Any two runs of a model compare here: two runtimes (:mod:`explorer.runtimes.bench`), a pass's
 output against the original (:mod:`explorer.passes.verification`), a TVM build against ONNX
-Runtime (:mod:`explorer.lower.relax_build`, :mod:`explorer.lower.schedule_check`). Pure numpy;
+Runtime (:mod:`explorer.lower.tvm.relax_build`, :mod:`explorer.lower.tvm.schedule_check`). Pure numpy;
 the inputs come from :mod:`explorer.onnx_adapter.inputs`.
 
 Examples

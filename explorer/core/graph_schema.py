@@ -3,7 +3,7 @@
 Every node of a :class:`~explorer.core.graph.ModelGraph` (its networkx node data) is made by
 :func:`node_data` and every edge by :func:`edge_data`; each IR's adapter fills
 them (ONNX: :func:`explorer.onnx_adapter.graph_builder.build_graph`;
-Relax: :func:`explorer.lower.relax_adapter.relax_graph`) with the same keys,
+Relax: :func:`explorer.lower.tvm.relax_adapter.relax_graph`) with the same keys,
 so the layout, figures, diff and widgets read one schema.
 
 Node keys (:data:`NODE_KEYS`):

@@ -1,7 +1,7 @@
 """Timeline: the graph after each step of a pipeline, as Snapshots any producer builds.
 
 One type serves every producer: the ONNX passes (:func:`explorer.passes.pipeline.run_pipeline`),
-TVM Relax lowering (:func:`explorer.lower.relax_pipeline`) alike, so one
+TVM Relax lowering (:func:`explorer.lower.tvm.relax_pipeline`) alike, so one
 stepper widget walks any of them. Each snapshot holds the graph after one step,
 whether it changed anything, how long it took and, when checked, the largest output
 difference from the original; diffs between snapshots are computed when asked and cached.

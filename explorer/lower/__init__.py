@@ -16,16 +16,17 @@ True
 from __future__ import annotations
 
 from explorer.lower.import_fix import lower_with_fixes
-from explorer.lower.relax_adapter import relax_graph
-from explorer.lower.relax_build import RelaxBuild, relax_build
-from explorer.lower.relax_import import (
+from explorer.lower.timeline import LoweringTimeline
+from explorer.lower.tvm.relax_adapter import relax_graph
+from explorer.lower.tvm.relax_build import RelaxBuild, relax_build
+from explorer.lower.tvm.relax_import import (
     FIX,
     REWRITE_FIXES,
     ImportFailure,
     RelaxImport,
     relax_import,
 )
-from explorer.lower.relax_pipeline import (
+from explorer.lower.tvm.relax_pipeline import (
     PIPELINES,
     ZERO_PIPELINE,
     RelaxImportFailed,
@@ -33,7 +34,7 @@ from explorer.lower.relax_pipeline import (
     lowering_counts,
     relax_pipeline,
 )
-from explorer.lower.tir import LoopStats, LoweringTimeline, loop_stats, tir_diff
+from explorer.lower.tvm.tir import LoopStats, TirTimeline, loop_stats, tir_diff
 
 build = relax_build
 
@@ -58,4 +59,5 @@ __all__ = [
     "relax_import",
     "relax_pipeline",
     "tir_diff",
+    "TirTimeline",
 ]

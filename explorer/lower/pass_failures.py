@@ -8,7 +8,7 @@ on ``BlockBuilder.call_te`` keeps what the last legalization was computing) and 
 exception into a :class:`~explorer.core.errors.LoweringError` that names the pass, the binding
 (the call being legalized, else the first tensor of unknown shape), the ONNX nodes it came
 from (the import's ``origin`` of each binding) and, when a shape is unknown, the fix:
-:data:`~explorer.lower.relax_import.FIX` (fixed input shapes and onnxsim, which turn the
+:data:`~explorer.lower.tvm.relax_import.FIX` (fixed input shapes and onnxsim, which turn the
 shape computations into constants). It crosses the worker's pipe typed; :func:`located`
 puts the model's source in it on the parent's side.
 
@@ -55,7 +55,7 @@ class PassWatch:
     ----------
     origins : mapping or callable, optional
         Relax variable -> the ONNX node it was converted from
-        (:func:`explorer.lower.relax_frontend.import_origins`), or a
+        (:func:`explorer.lower.tvm.relax_frontend.import_origins`), or a
         function making that mapping (called only when a pass failed).
 
     Examples
@@ -76,7 +76,7 @@ class PassWatch:
         --------
         >>> import tvm
         >>> from explorer import zoo
-        >>> from explorer.lower.relax_frontend import run_importer
+        >>> from explorer.lower.tvm.relax_frontend import run_importer
         >>> mod = run_importer(zoo.build("mlp"), None)["module"]
         >>> @tvm.transform.module_pass(opt_level=0, name="Broken")
         ... def broken(mod, ctx):
@@ -115,7 +115,7 @@ class PassWatch:
         >>> import tvm
         >>> from tvm import relax
         >>> from explorer import zoo
-        >>> from explorer.lower.relax_frontend import run_importer
+        >>> from explorer.lower.tvm.relax_frontend import run_importer
         >>> mod = run_importer(zoo.build("mlp"), None)["module"]
         >>> watch = PassWatch()
         >>> with watch.watching():
@@ -183,7 +183,7 @@ class PassWatch:
         >>> PassWatch().error(ValueError("no"), pass_name="FuseOps").pass_name
         'FuseOps'
         """
-        from explorer.lower.relax_import import (
+        from explorer.lower.tvm.relax_import import (
             FIX,  # the notebook's side: the worker loads it only on failure
         )
 

@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 
 from explorer.isolation.cpu_cores import physical_cores
-from explorer.lower.tvm_records import records_key, shipped_records
+from explorer.lower.tvm.tvm_records import records_key, shipped_records
 
 __all__ = ["Environment", "environment", "PACKAGES"]
 

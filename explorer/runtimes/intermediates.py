@@ -4,7 +4,7 @@ Two runtimes whose final outputs differ are compared tensor by tensor. ONNX Runt
 model with every node's output made a graph output (its optimisations off, so each tensor
 exists); TVM runs the imported Relax module rewritten to return, for every ONNX node the
 import traced (``origin``), the bindings made from it
-(:func:`explorer.lower.relax_intermediates.run_relax_intermediates`): the last of the
+(:func:`explorer.lower.tvm.relax_intermediates.run_relax_intermediates`): the last of the
 node's output shape is its output. Each pair is compared
 with the dtype-dependent tolerances of :func:`explorer.core.compare.agreement`; the first
 node in graph order that fails is where to look.
@@ -163,7 +163,7 @@ def compare_intermediates(
     Parameters
     ----------
     graph : ModelGraph
-        A top-level ONNX graph that TVM's importer takes (see :func:`explorer.lower.relax_import`).
+        A top-level ONNX graph that TVM's importer takes (see :func:`explorer.lower.tvm.relax_import`).
     input_shapes : mapping, optional
         Shapes for dynamic inputs (the benchmark's default otherwise).
     feeds : mapping, optional
@@ -189,9 +189,9 @@ def compare_intermediates(
     >>> [(t.node, t.agrees) for t in result.tensors][:2]  # doctest: +SKIP
     [('/Flatten', True), ('/fc1/Gemm', True)]
     """
-    from explorer.lower.relax_import import failed_import, shape_dict
-    from explorer.lower.relax_intermediates import run_relax_intermediates
-    from explorer.lower.relax_pipeline import RelaxImportFailed
+    from explorer.lower.tvm.relax_import import failed_import, shape_dict
+    from explorer.lower.tvm.relax_intermediates import run_relax_intermediates
+    from explorer.lower.tvm.relax_pipeline import RelaxImportFailed
 
     onnx_model(graph, "comparing intermediates")
     shapes = shape_dict(concrete_input_shapes(graph.model, input_shapes))

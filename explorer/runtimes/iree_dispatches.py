@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from explorer.lower.iree_parameters import (
+from explorer.lower.iree.iree_parameters import (
     PARAMETER_SCOPES,
     PARAMETERS_FROM_BYTES,
     encoder_flags,
@@ -81,7 +81,7 @@ def call_sites(text: str) -> dict[str, list[dict[str, Any]]]:
     """
     from iree.compiler import ir
 
-    from explorer.lower.mlir_graph_data import dispatch_symbols, location_names, parse_module
+    from explorer.lower.iree.mlir_graph_data import dispatch_symbols, location_names, parse_module
 
     context, module = parse_module(text)
     sites: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -107,7 +107,7 @@ def call_sites(text: str) -> dict[str, list[dict[str, Any]]]:
 def _result_bytes(op: Any) -> int | None:
     """Bytes an op's tensor results take, or None when a shape or an element type is not known."""
     from explorer.core.tensors import dtype_bytes
-    from explorer.lower.mlir_graph_data import tensor_type
+    from explorer.lower.iree.mlir_graph_data import tensor_type
 
     total = 0
     for result in op.results:
@@ -130,7 +130,7 @@ def dispatch_sites(
     parameters_from: int = PARAMETERS_FROM_BYTES,
 ) -> dict[str, list[dict[str, Any]]]:
     """The ONNX model at ``path`` imported and compiled to IREE's ``flow`` phase (as
-    :func:`explorer.lower.iree_compile.build_vmfb` compiles it, up to there, weights as parameters
+    :func:`explorer.lower.iree.iree_compile.build_vmfb` compiles it, up to there, weights as parameters
     from ``parameters_from`` bytes on as there): :func:`call_sites`.
 
     Examples
@@ -143,7 +143,7 @@ def dispatch_sites(
     >>> sorted(n for sites in dispatch_sites(path, None).values() for s in sites for n in s["onnx_nodes"])
     ['/fc1/Gemm', '/fc2/Gemm', '/fc3/Gemm']
     """
-    from explorer.lower.iree_compile import compile_mlir, import_onnx
+    from explorer.lower.iree.iree_compile import compile_mlir, import_onnx
 
     with tempfile.TemporaryDirectory(prefix="iree-flow-") as folder:
         mlir, flow = os.path.join(folder, "model.mlirbc"), os.path.join(folder, "model.flow.mlir")
@@ -186,7 +186,7 @@ def dispatch_times(
     >>> import tempfile
     >>> from explorer import zoo
     >>> from explorer.onnx_adapter.files import save_model
-    >>> from explorer.lower.iree_compile import build_vmfb
+    >>> from explorer.lower.iree.iree_compile import build_vmfb
     >>> folder = tempfile.mkdtemp()
     >>> save_model(zoo.build("mlp"), os.path.join(folder, "m.onnx"))
     >>> built = build_vmfb(os.path.join(folder, "m.onnx"), None, os.path.join(folder, "m.vmfb"))
@@ -295,7 +295,7 @@ def profile_dispatches(
     >>> import tempfile
     >>> from explorer import zoo
     >>> from explorer.onnx_adapter.files import save_model
-    >>> from explorer.lower.iree_compile import build_vmfb
+    >>> from explorer.lower.iree.iree_compile import build_vmfb
     >>> folder = tempfile.mkdtemp()
     >>> path = os.path.join(folder, "m.onnx")
     >>> save_model(zoo.build("mlp"), path)

@@ -1,7 +1,7 @@
 """IREE as a :class:`~explorer.runtimes.base.Runtime`: ONNX into MLIR, compiled for this CPU, run by IREE.
 
 Preparing runs in the worker (:func:`explorer.runtimes.sessions.prepare_iree`): IREE's ONNX
-importer and ``iree-compile`` (:func:`explorer.lower.iree_compile.build_vmfb`, target
+importer and ``iree-compile`` (:func:`explorer.lower.iree.iree_compile.build_vmfb`, target
 ``llvm-cpu`` for this CPU, with fixed input shapes) make a VM module (``.vmfb``), which IREE's
 runtime loads (``iree.runtime.load_vm_flatbuffer_file``, driver ``local-task``) and keeps warm
 there; a crash of the compiler or the runtime stops the worker, never the notebook's kernel.
@@ -80,9 +80,9 @@ class IreeRuntime:
         run here); 1 is IREE's ``local-sync`` driver. IREE sizes its thread pool once per worker
         process: a second multi-threaded count needs a new worker.
     target : str
-        IREE's compiler target (:data:`explorer.lower.iree_compile.TARGETS`): ``llvm-cpu``, this CPU.
+        IREE's compiler target (:data:`explorer.lower.iree.iree_compile.TARGETS`): ``llvm-cpu``, this CPU.
     flags : {"fast", "default"}
-        ``fast``: ``iree-compile``'s defaults plus :data:`~explorer.lower.iree_compile.CPU_FLAGS`
+        ``fast``: ``iree-compile``'s defaults plus :data:`~explorer.lower.iree.iree_compile.CPU_FLAGS`
         (data tiling, convolutions as im2col + matmul: 2x on ResNet-18 here); ``default``: exactly
         ``iree-compile``'s defaults, as the lowering view compiles (runtime name ``iree-default``).
 
@@ -99,7 +99,7 @@ class IreeRuntime:
     flags: str = "fast"
 
     def __post_init__(self) -> None:
-        from explorer.lower.iree_compile import TARGETS  # no IREE import: the flags are a table
+        from explorer.lower.iree.iree_compile import TARGETS  # no IREE import: the flags are a table
 
         if self.target not in TARGETS:
             raise UsageError(f"no IREE target {self.target!r}: the targets are {', '.join(TARGETS)}")
@@ -146,7 +146,7 @@ class IreeRuntime:
 
     def options(self) -> dict[str, Any]:
         """``{"target", "threads", "flags"}`` (``flags``: the compiler flags beyond the target's)."""
-        from explorer.lower.iree_compile import CPU_FLAGS
+        from explorer.lower.iree.iree_compile import CPU_FLAGS
 
         flags = list(CPU_FLAGS) if self.flags == "fast" else []
         return {"target": self.target, "threads": self.threads, "flags": flags}

@@ -93,14 +93,14 @@ def load_iree_function(vmfb: str, function: str, driver: str) -> tuple[Any, Any]
     ``function`` and the device (to place inputs on).
 
     A module built with its weights as parameters gets its archive
-    (:func:`~explorer.lower.iree_parameters.parameters_path`) memory-mapped beside it.
+    (:func:`~explorer.lower.iree.iree_parameters.parameters_path`) memory-mapped beside it.
 
     Examples
     --------
     >>> import os, tempfile
     >>> from explorer import zoo
     >>> from explorer.onnx_adapter.files import save_model
-    >>> from explorer.lower.iree_compile import build_vmfb
+    >>> from explorer.lower.iree.iree_compile import build_vmfb
     >>> folder = tempfile.mkdtemp()
     >>> save_model(zoo.build("mlp"), os.path.join(folder, "m.onnx"))
     >>> built = build_vmfb(os.path.join(folder, "m.onnx"), None, os.path.join(folder, "m.vmfb"))
@@ -110,7 +110,7 @@ def load_iree_function(vmfb: str, function: str, driver: str) -> tuple[Any, Any]
     """
     import iree.runtime as rt
 
-    from explorer.lower.iree_parameters import PARAMETER_SCOPES, parameters_path
+    from explorer.lower.iree.iree_parameters import PARAMETER_SCOPES, parameters_path
 
     archive = parameters_path(vmfb)
     if not os.path.exists(archive):

@@ -13,7 +13,7 @@ rather than letting the machine's out-of-memory killer end the run minutes later
 Some paths cannot take large weights at all: :data:`WEIGHT_LIMITS` (``prepare``'s quantisation
 tools take the model as one protobuf message). They are refused on the weights' size alone,
 wherever they run. IREE takes large weights as a parameter archive
-(:mod:`explorer.lower.iree_parameters`): its compiler never holds them, and its runtime maps them.
+(:mod:`explorer.lower.iree.iree_parameters`): its compiler never holds them, and its runtime maps them.
 
 Examples
 --------

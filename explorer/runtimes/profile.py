@@ -325,8 +325,8 @@ def _tvm_kernels(
     tuned or default-scheduled build decomposes batch norm first): the n-th kernel call of a run
     to the n-th call site when there are as many, else the n-th call of a PrimFunc to its n-th
     call site."""
-    from explorer.lower.relax_pipeline import relax_pipeline
-    from explorer.lower.relax_tuning import PREPACKED_SUFFIX
+    from explorer.lower.tvm.relax_pipeline import relax_pipeline
+    from explorer.lower.tvm.relax_tuning import PREPACKED_SUFFIX
 
     lowered = relax_pipeline(graph, shapes, passes)[-1].graph
     sites: dict[str, list[tuple[str, ...]]] = defaultdict(list)

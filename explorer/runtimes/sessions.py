@@ -283,7 +283,7 @@ def prepare_iree(
     path: str, key: str, input_shapes: Mapping[str, Sequence[int]] | None, options: Mapping[str, Any]
 ) -> dict[str, Any]:
     """Import the model at ``path`` with IREE, compile it into a VM module
-    (:func:`explorer.lower.iree_compile.build_vmfb`, in this process's scratch folder) and load it
+    (:func:`explorer.lower.iree.iree_compile.build_vmfb`, in this process's scratch folder) and load it
     under ``key`` (:mod:`explorer.runtimes.iree_vm`).
 
     ``options``: ``target`` (default ``llvm-cpu``: this CPU), ``threads`` (0 = one per physical
@@ -314,7 +314,7 @@ def prepare_iree(
         return {**_get(key).info, "reused": True}
     import iree.runtime  # noqa: F401  (IREE's own import is the process's cost, not the model's)
 
-    from explorer.lower.iree_compile import build_vmfb
+    from explorer.lower.iree.iree_compile import build_vmfb
     from explorer.onnx_adapter.model_files import new_model_dir
     from explorer.runtimes.iree_vm import (
         bind_iree_inputs,
@@ -561,20 +561,20 @@ def prepare_tvm(
     """Import, compile (tuned, or not) and load into a Relax VM the model at ``path`` under ``key``.
 
     ``options``: ``target`` (default ``llvm``: this CPU, or with ``rpc_tracker`` the server's
-    own CPU when it can say, :func:`explorer.lower.relax_target.remote_target`); ``tune_trials``
+    own CPU when it can say, :func:`explorer.lower.tvm.relax_target.remote_target`); ``tune_trials``
     and ``tune_minutes`` (the budget; none: untuned), ``tune_every_task`` (every task without a
     record tuned too), ``schedules`` (untuned: ``"default"``, a
     default schedule per kernel, or ``"naive"``, the plain loops), ``tuning_root`` (where the
     tuning databases live; the database is the target's:
-    :func:`explorer.lower.relax_tuning.tuning_dir`) and ``tuning_key`` (model, shapes and
-    target: what ``tuned.json`` records), see :func:`explorer.lower.relax_tuning.compile_tuned`.
+    :func:`explorer.lower.tvm.relax_tuning.tuning_dir`) and ``tuning_key`` (model, shapes and
+    target: what ``tuned.json`` records), see :func:`explorer.lower.tvm.relax_tuning.compile_tuned`.
 
     Returns
     -------
     dict
         ``{"runtime": "tvm", "prepare_s", "compile_s", "tune_s", "trials", "tuned_before",
         "target", "threads", "version", "reused"}``, or the import's failure
-        (``{"ok": False, ...}``, see :func:`explorer.lower.relax_frontend.import_relax`).
+        (``{"ok": False, ...}``, see :func:`explorer.lower.tvm.relax_frontend.import_relax`).
 
     Examples
     --------
@@ -594,17 +594,17 @@ def prepare_tvm(
     # TVM's own import (seconds) is the process's cost, not the model's: before the clock starts
     import tvm.relax.frontend.onnx
 
-    from explorer.lower.relax_compile import compile_relax, relax_outputs
+    from explorer.lower.tvm.relax_compile import compile_relax, relax_outputs
 
     started = time.perf_counter()
     target, servers = str(options.get("target", "llvm")), []
     if options.get("rpc_tracker"):  # before anything compiles: no tracker or no server is a clear error
-        from explorer.lower.rpc_tracker import registered_servers
+        from explorer.lower.tvm.rpc_tracker import registered_servers
 
         servers = registered_servers(str(options["rpc_tracker"]), str(options["rpc_key"]))
         target = _server_target(options) if target == "llvm" else target
     elif target != "llvm":  # a named CPU runs here: refuse one this CPU cannot run before it stops the worker
-        from explorer.lower.relax_target import cpu_target, runs_here
+        from explorer.lower.tvm.relax_target import cpu_target, runs_here
 
         why = runs_here(cpu_target(target))
         if why is not None:  # the user's choice of target: a UsageError (a ValueError), exit 2 in the CLI
@@ -614,7 +614,7 @@ def prepare_tvm(
             )
     trials, minutes = int(options.get("tune_trials") or 0), options.get("tune_minutes")
     if trials > 0 or minutes or options.get("pretuned"):
-        from explorer.lower.relax_tuning import compile_tuned, tuning_dir
+        from explorer.lower.tvm.relax_tuning import compile_tuned, tuning_dir
 
         rpc = {**options, "rpc_servers": len(servers)} if servers else None
         compiled = compile_tuned(
@@ -630,7 +630,7 @@ def prepare_tvm(
             every_task=bool(options.get("tune_every_task")),
         )
     elif options.get("schedules", "default") == "default":  # untuned: a default schedule per kernel
-        from explorer.lower.relax_tuning import compile_tuned
+        from explorer.lower.tvm.relax_tuning import compile_tuned
 
         compiled = compile_tuned(
             path,
@@ -655,7 +655,7 @@ def prepare_tvm(
     main = machine["main"]
 
     def profile(model_path: str, args: Any, runs: int) -> list[dict[str, Any]]:
-        from explorer.lower.vm_instrument import vm_call_times  # TVM's instrument, only in a TVM worker
+        from explorer.lower.tvm.vm_instrument import vm_call_times  # TVM's instrument, only in a TVM worker
 
         return vm_call_times(machine, args, runs)
 
@@ -711,8 +711,8 @@ RPC_REQUEST_TIMEOUT_S = 60.0
 def _server_target(options: Mapping[str, Any]) -> str:
     """The target of the servers under the key: one server asked for its CPU (triple, CPU,
     threads); ``llvm`` (this CPU) when it has TVM's runtime only and cannot say."""
-    from explorer.lower.relax_target import remote_target
-    from explorer.lower.rpc_tracker import request_server
+    from explorer.lower.tvm.relax_target import remote_target
+    from explorer.lower.tvm.rpc_tracker import request_server
 
     tracker, key = str(options["rpc_tracker"]), str(options["rpc_key"])
     _, session = request_server(tracker, key, float(options.get("rpc_timeout", RPC_REQUEST_TIMEOUT_S)))
@@ -729,8 +729,8 @@ def _remote_session(compiled: Mapping[str, Any], options: Mapping[str, Any], sta
     import tvm
     from tvm import relax
 
-    from explorer.lower.relax_compile import relax_outputs
-    from explorer.lower.rpc_tracker import call_within, request_server
+    from explorer.lower.tvm.relax_compile import relax_outputs
+    from explorer.lower.tvm.rpc_tracker import call_within, request_server
 
     tracker, key = str(options["rpc_tracker"]), str(options["rpc_key"])  # prepare_tvm checked both
     _, remote = request_server(tracker, key, float(options.get("rpc_timeout", RPC_REQUEST_TIMEOUT_S)))

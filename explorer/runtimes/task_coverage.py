@@ -2,7 +2,7 @@
 
 A TVM build is a set of *tasks* (one fused PrimFunc each, called once or more per inference).
 Each task's schedule came from a tuning record, from a default schedule (MetaSchedule's rules
-applied once, unmeasured: :mod:`explorer.lower.default_schedules`), or is TVM's plain loops.
+applied once, unmeasured: :mod:`explorer.lower.tvm.default_schedules`), or is TVM's plain loops.
 Put beside the profile's time per kernel, that says which kernels hold a model back: a
 convolution at 2 GFLOP/s taking half the time with no record is where tuning would pay.
 

@@ -2,14 +2,14 @@
 
 Preparing imports the ONNX graph into Relax (with the input shapes: Relax plans memory and
 fuses with static shapes), tunes it with MetaSchedule when given a budget (trials and/or
-minutes; the database is shared by models, per target: :func:`explorer.lower.relax_tuning.tuning_dir`),
+minutes; the database is shared by models, per target: :func:`explorer.lower.tvm.relax_tuning.tuning_dir`),
 compiles it with ``tvm.compile`` and loads it into a ``relax.VirtualMachine`` kept in the
 worker. A model the importer cannot take raises :class:`~explorer.lower.RelaxImportFailed`
 with the failing nodes and the fix.
 
 Untuned does not mean plain loops: every kernel without a tuning record gets a default
 schedule (MetaSchedule's rules applied once, unmeasured: tiled, parallel, vectorised;
-:mod:`explorer.lower.default_schedules`). ``schedules="naive"`` keeps the plain loop nests
+:mod:`explorer.lower.tvm.default_schedules`). ``schedules="naive"`` keeps the plain loop nests
 TVM's default CPU pipeline writes (one core, no vector instructions), the baseline that
 shows what scheduling is for.
 
@@ -57,7 +57,7 @@ class TvmRuntime:
         server with TVM's compiler; a runtime-only one is built for as this CPU). Or an llvm
         target named in full: ``llvm -mcpu=haswell -num-cores=2`` (AVX2 code, two threads),
         ``llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a76 -num-cores=4`` for an Arm server
-        (:func:`explorer.lower.relax_target.parse_target`). Each target has its own tuning
+        (:func:`explorer.lower.tvm.relax_target.parse_target`). Each target has its own tuning
         database. ``-num-cores`` is the threads the kernels are scheduled and tuned for; TVM's
         pool here keeps one thread per physical core.
     tune_trials : int
@@ -65,7 +65,7 @@ class TvmRuntime:
     tune_minutes : float, optional
         Stop tuning after this many minutes, keeping what it found.
     tuning_root : str, optional
-        Where the tuning databases live (default: see :func:`explorer.lower.relax_tuning.tuning_dir`).
+        Where the tuning databases live (default: see :func:`explorer.lower.tvm.relax_tuning.tuning_dir`).
     rpc_tracker : str, optional
         ``HOST:PORT`` of a TVM RPC tracker (``python -m tvm.exec.rpc_tracker``): the model is
         compiled here, uploaded to a server registered under ``rpc_key`` and timed there.
@@ -75,7 +75,7 @@ class TvmRuntime:
         Seconds to wait for a free server, and for any one remote call, before a clear error.
     pretuned : bool
         Add the tuning records shipped for this CPU to the database first
-        (:func:`explorer.lower.tvm_records.seed_database`): with no budget they are applied
+        (:func:`explorer.lower.tvm.tvm_records.seed_database`): with no budget they are applied
         without tuning; with one, tuning starts from them.
     tune_every_task : bool
         Tuning also gives every task without a record its first round of trials, however little
@@ -83,7 +83,7 @@ class TvmRuntime:
         the time is.
     schedules : {"default", "naive"}
         What an untuned kernel is: ``"default"``, a default schedule
-        (:mod:`explorer.lower.default_schedules`), also for the kernels tuning left without a
+        (:mod:`explorer.lower.tvm.default_schedules`), also for the kernels tuning left without a
         record; ``"naive"``, the plain loops of TVM's default pipeline (untuned only).
 
     Examples
@@ -106,11 +106,11 @@ class TvmRuntime:
     tune_every_task: bool = False
 
     def __post_init__(self) -> None:
-        from explorer.lower.relax_target import parse_target
+        from explorer.lower.tvm.relax_target import parse_target
 
         parse_target(self.target)  # a malformed target is a UsageError now, not in the worker
         if self.rpc_tracker:
-            from explorer.lower.rpc_tracker import tracker_address
+            from explorer.lower.tvm.rpc_tracker import tracker_address
 
             tracker_address(self.rpc_tracker)  # HOST:PORT, or a UsageError (a ValueError) naming the form
         if bool(self.rpc_tracker) != bool(self.rpc_key):
@@ -166,7 +166,7 @@ class TvmRuntime:
         """
         import platform
 
-        from explorer.lower.relax_target import foreign_architecture, parse_target
+        from explorer.lower.tvm.relax_target import foreign_architecture, parse_target
 
         if importlib.util.find_spec("tvm") is None:
             return "apache-tvm is not installed (onnx-graph-explorer depends on it: reinstall it)"
@@ -185,7 +185,7 @@ class TvmRuntime:
     def check_target(self) -> None:
         """Refuse a ``-mcpu`` LLVM does not know for the target, before any runtime runs: a
         :class:`~explorer.core.errors.UsageError` listing the CPUs it knows
-        (:func:`explorer.lower.relax_target.check_cpu`). LLVM's list needs TVM, whose import takes
+        (:func:`explorer.lower.tvm.relax_target.check_cpu`). LLVM's list needs TVM, whose import takes
         seconds: the check runs in the worker, which the build imports TVM in anyway. A target that
         names no CPU (or TVM not installed: the runtime is skipped) asks nothing.
 
@@ -197,7 +197,7 @@ class TvmRuntime:
         ...
         explorer.core.errors.UsageError: -mcpu=notacpu in 'llvm -mcpu=notacpu' is no CPU LLVM knows for ...
         """
-        from explorer.lower.relax_target import check_cpu, parse_target
+        from explorer.lower.tvm.relax_target import check_cpu, parse_target
 
         if "mcpu" not in parse_target(self.target) or importlib.util.find_spec("tvm") is None:
             return
@@ -247,8 +247,8 @@ class TvmRuntime:
         >>> TvmRuntime().prepare(load("zoo:mlp"), {"input": [1, 1, 28, 28]}).info["compile_s"] > 0
         True
         """
-        from explorer.lower.relax_import import failed_import, shape_dict
-        from explorer.lower.relax_pipeline import RelaxImportFailed
+        from explorer.lower.tvm.relax_import import failed_import, shape_dict
+        from explorer.lower.tvm.relax_pipeline import RelaxImportFailed
         from explorer.onnx_adapter.inputs import concrete_input_shapes
 
         onnx_model(graph, "a runtime")

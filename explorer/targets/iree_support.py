@@ -5,7 +5,7 @@ IREE (``iree.compiler``) imports an ONNX model into MLIR's torch dialect, one
 ONNX conversions and on down its phases; an op without a conversion, a form of it the
 conversion refuses, or a pass failing on its shapes stops the whole model. So, as for
 TVM (:mod:`explorer.targets.tvm_support`), the model is compiled whole first, in the
-worker (:mod:`explorer.lower.iree_compile`: the importer in-process, ``iree-compile`` as
+worker (:mod:`explorer.lower.iree.iree_compile`: the importer in-process, ``iree-compile`` as
 its child); when that works every node is supported. When it does not, each distinct
 node (op, domain, opset, attributes, its inputs' dtypes, ranks and constness:
 :func:`~explorer.targets.tvm_support.node_signature`) is written as a one-node model and
@@ -191,7 +191,7 @@ def iree_missing() -> str | None:
     >>> iree_missing() is None
     True
     """
-    from explorer.lower.iree_pipeline import iree_available
+    from explorer.lower.iree.iree_pipeline import iree_available
 
     if iree_available():
         return None
@@ -263,7 +263,7 @@ _UNTYPED_OP = re.compile(r'torch\.operator .*-> !torch\.none\s+loc\((?:#(?P<alia
 
 def _try_compile(path: str, compile_to: str) -> IreeFailure | None:
     """Import and compile the ONNX file at ``path`` up to ``compile_to`` (in the worker)."""
-    from explorer.lower.iree_compile import compile_mlir, import_onnx
+    from explorer.lower.iree.iree_compile import compile_mlir, import_onnx
 
     with tempfile.TemporaryDirectory(prefix="iree-check-") as scratch:
         mlir = os.path.join(scratch, "model.mlirbc")

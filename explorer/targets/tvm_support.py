@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from explorer.isolation import worker
-from explorer.lower.relax_frontend import importer_ops
+from explorer.lower.tvm.relax_frontend import importer_ops
 from explorer.onnx_adapter.adapter import has_onnx_model, opset_versions
 from explorer.onnx_adapter.model_files import worker_source
 from explorer.onnx_adapter.protos import constant_tensor

@@ -89,7 +89,7 @@ def test_stepping_iree_phases_coloured_by_dialect(
 ) -> None:
     pytest.importorskip("iree.compiler")
     cells = [
-        "from explorer import load\nfrom explorer.lower.iree_pipeline import iree_pipeline\n"
+        "from explorer import load\nfrom explorer.lower.iree.iree_pipeline import iree_pipeline\n"
         "from widgets import TimelineStepper",
         'timeline = iree_pipeline(load("zoo:resnet18"))\nstepper = TimelineStepper(timeline)\nstepper',
     ]

@@ -122,7 +122,7 @@ def test_the_stepping_is_a_timeline_stepper_any_producer_can_feed() -> None:
 def test_a_lowering_timeline_shows_the_tir_of_the_step() -> None:
     from explorer import load
     from explorer.lower import relax_pipeline
-    from tests.explorer.lower.test_relax_pipeline import _conv_add_relu
+    from tests.explorer.lower.tvm.test_relax_pipeline import _conv_add_relu
     from widgets import TimelineStepper
 
     stepper = TimelineStepper(relax_pipeline(load(_conv_add_relu()), pipeline="zero"))

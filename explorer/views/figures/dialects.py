@@ -33,7 +33,7 @@ def dialect_figure(frame: pd.DataFrame, title: str = "Ops per dialect after each
     Parameters
     ----------
     frame : pandas.DataFrame
-        Steps x dialects, op counts (:meth:`explorer.lower.iree_pipeline.MlirTimeline.dialect_frame`).
+        Steps x dialects, op counts (:meth:`explorer.lower.iree.iree_pipeline.MlirTimeline.dialect_frame`).
     title : str
         The figure's title.
 

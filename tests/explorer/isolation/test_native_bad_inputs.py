@@ -24,7 +24,7 @@ from explorer.core.errors import (
     WorkerTimeout,
 )
 from explorer.isolation import worker
-from explorer.lower.relax_frontend import import_relax
+from explorer.lower.tvm.relax_frontend import import_relax
 from explorer.onnx_adapter.files import check_model
 from explorer.onnx_adapter.ort_run import create_ort_session, run_ort
 from explorer.onnx_adapter.shape_inference import infer_shapes

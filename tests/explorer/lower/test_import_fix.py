@@ -21,8 +21,8 @@ from explorer.core.errors import LoweringError, UsageError
 from explorer.isolation import worker
 from explorer.lower import FIX, RelaxImportFailed, relax_import, relax_pipeline
 from explorer.lower.import_fix import lower_with_fixes
-from explorer.lower.relax_pipeline import check_passes
-from explorer.lower.relax_tuning import compile_tuned
+from explorer.lower.tvm.relax_pipeline import check_passes
+from explorer.lower.tvm.relax_tuning import compile_tuned
 from explorer.onnx_adapter.model_files import worker_source
 from tests.explorer.in_process import run_cli
 

@@ -65,7 +65,7 @@ def test_a_step_the_lowering_has_not_is_refused_naming_the_steps() -> None:
 
 @pytest.mark.skipif(importlib.util.find_spec("iree") is None, reason="needs the iree extra")
 def test_iree_dispatches_at_flow_carry_the_onnx_nodes_they_fused() -> None:
-    from explorer.lower.iree_pipeline import iree_pipeline
+    from explorer.lower.iree.iree_pipeline import iree_pipeline
 
     graph = load("zoo:mlp")
     step = mapping_step(iree_pipeline(graph, "llvm-cpu", "phases"))

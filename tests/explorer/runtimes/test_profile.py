@@ -38,7 +38,7 @@ def test_fused_ort_nodes_and_tvm_runtime_functions_are_named() -> None:
 
 
 def test_ort_contrib_fusions_and_the_vm_overhead_land_on_the_transformer_nodes() -> None:
-    from explorer.lower.relax_import import relax_import
+    from explorer.lower.tvm.relax_import import relax_import
     from explorer.onnx_adapter.inputs import concrete_input_shapes
 
     graph = load("zoo:transformer")

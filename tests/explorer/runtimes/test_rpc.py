@@ -11,9 +11,9 @@ import pytest
 
 from explorer import load
 from explorer.isolation import worker
-from explorer.lower.relax_target import remote_target
-from explorer.lower.relax_tuning import tuning_dir
-from explorer.lower.rpc_tracker import request_server
+from explorer.lower.tvm.relax_target import remote_target
+from explorer.lower.tvm.relax_tuning import tuning_dir
+from explorer.lower.tvm.rpc_tracker import request_server
 from explorer.runtimes import TvmRuntime, bench, random_feeds
 from tests.explorer.rpc_servers import KEY, free_port, kill, rpc_tracker, server_address, servers_registered
 

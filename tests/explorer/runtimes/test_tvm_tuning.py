@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from explorer import load
-from explorer.lower.tuning_log import TUNING_RECORD
-from explorer.lower.tvm_records import export_records, records_key, seed_database
+from explorer.lower.tvm.tuning_log import TUNING_RECORD
+from explorer.lower.tvm.tvm_records import export_records, records_key, seed_database
 from explorer.runtimes import TvmRuntime, bench, random_feeds
 from explorer.runtimes.profile import profile
 
@@ -71,8 +71,8 @@ def test_records_export_the_best_per_task_and_seed_a_database_once(tmp_path: Pat
 
 
 def test_the_shipped_records_make_tvm_tuned_without_tuning(tmp_path: Path) -> None:
-    from explorer.lower.relax_import import relax_import
-    from explorer.lower.tvm_records import shipped_records
+    from explorer.lower.tvm.relax_import import relax_import
+    from explorer.lower.tvm.tvm_records import shipped_records
     from explorer.onnx_adapter.inputs import concrete_input_shapes
 
     if shipped_records() is None:
