@@ -303,3 +303,76 @@ def test_no_ir_switch_outside_the_adapters(top: str) -> None:
             if IR_SWITCH.search(code) and ">>>" not in line:
                 switches.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
     assert not switches, "per-IR switches belong to the adapters (graph.adapter):\n" + "\n".join(switches)
+
+
+REGISTRIES = {
+    "explorer/runtimes/registry.py",
+    "explorer/lower/compilers.py",
+    "explorer/targets/registry.py",
+}
+"""Where a runtime's or a compiler's name may decide what happens: the tables that name them."""
+
+
+def _backend_names() -> set[str]:
+    from explorer.lower.compilers import COMPILER_NAMES
+    from explorer.runtimes.registry import RUNTIME_NAMES
+
+    return set(RUNTIME_NAMES) | set(COMPILER_NAMES)
+
+
+def _name_switches(path: Path, names: set[str]) -> Iterator[tuple[int, str]]:
+    """``x == "tvm"``, ``x in ("ort", ...)``, ``x.startswith("iree")``, ``isinstance(x, TvmRuntime)``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    classes = {"OrtRuntime", "TvmRuntime", "IreeRuntime", "TorchEagerRuntime", "OrtGenaiRuntime"}
+    classes |= {"TvmCompiler", "IreeCompiler"}
+
+    def named(node: ast.AST) -> bool:
+        if isinstance(node, ast.Constant):
+            return node.value in names
+        if isinstance(node, ast.Tuple | ast.List | ast.Set):
+            return any(named(e) for e in node.elts)
+        return False
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare) and any(
+            isinstance(op, ast.Eq | ast.NotEq | ast.In | ast.NotIn) for op in node.ops
+        ):
+            if named(node.left) or any(named(c) for c in node.comparators):
+                yield node.lineno, ast.unparse(node)
+        elif isinstance(node, ast.Call) and _is_name_switch_call(node, names, classes):
+            yield node.lineno, ast.unparse(node)
+
+
+def _is_name_switch_call(node: ast.Call, names: set[str], classes: set[str]) -> bool:
+    func, args = node.func, node.args
+    if isinstance(func, ast.Attribute) and func.attr in ("startswith", "endswith") and args:
+        value = args[0].value if isinstance(args[0], ast.Constant) else None
+        return isinstance(value, str) and value.rstrip("-") in names  # "iree", "ort-": a family by prefix
+    if isinstance(func, ast.Name) and func.id == "isinstance" and len(args) == 2:
+        return any(isinstance(n, ast.Name) and n.id in classes for n in ast.walk(args[1]))
+    return False
+
+
+@pytest.mark.parametrize("top", ["explorer", "widgets"])
+def test_no_compiler_or_runtime_name_switch_outside_the_registries(top: str) -> None:
+    names = _backend_names()
+    switches = []
+    for path in sorted((ROOT / top).rglob("*.py")):
+        relative = path.relative_to(ROOT).as_posix()
+        if relative in REGISTRIES:
+            continue
+        for number, code in _name_switches(path, names):
+            switches.append(f"{relative}:{number}: {code}")
+    assert not switches, (
+        "what a runtime or compiler does belongs to it or to its registry (explorer/runtimes/registry.py, "
+        "explorer/lower/compilers.py), not to a switch on its name:\n" + "\n".join(switches)
+    )
+
+
+def test_the_name_switch_finder_finds_each_kind_of_switch(tmp_path: Path) -> None:
+    source = tmp_path / "switches.py"
+    source.write_text(
+        "a = name == 'tvm'\nb = name in ('ort', 'x')\nc = name.startswith('iree')\n"
+        "d = isinstance(r, TvmRuntime)\ne = name == 'onnx'\nf = kind.startswith('ort-quant')\n"
+    )
+    assert [line for line, _ in _name_switches(source, _backend_names())] == [1, 2, 3, 4]

@@ -31,11 +31,12 @@ from explorer.core.graph import ModelGraph
 from explorer.core.tensors import format_bytes
 from explorer.onnx_adapter.inputs import concrete_input_shapes
 from explorer.onnx_adapter.ort_run import ORT_LEVELS
-from explorer.runtimes import IreeRuntime, OrtRuntime, TorchEagerRuntime, TvmRuntime, bench, random_feeds
+from explorer.runtimes import bench, random_feeds
 from explorer.runtimes.bench import BenchReport
 from explorer.runtimes.cost_model import node_costs
 from explorer.runtimes.generation import generation_profiles
 from explorer.runtimes.profile import Profile, profile
+from explorer.runtimes.registry import RUNTIMES, get_runtime
 from explorer.runtimes.roofline import Roofline, roofline
 from explorer.runtimes.task_coverage import TaskCoverage, task_coverage
 from explorer.views.runtime_figures import (
@@ -97,19 +98,13 @@ class BenchPanel(w.VBox):
         self.profiles: dict[str, Profile] = {}
         self.task_coverage: dict[str, TaskCoverage] = {}
         self.runtimes = w.SelectMultiple(
-            options=[
-                ("ONNX Runtime", "ort"),
-                ("TVM", "tvm"),
-                ("TVM plain loops", "tvm-naive"),
-                ("IREE", "iree"),
-                ("PyTorch eager", "torch-eager"),
-            ],
+            options=[(entry.menu, name) for name, entry in RUNTIMES.items() if entry.menu],
             value=("ort", "tvm"),
             description="runtimes",
             rows=5,
         )
         self.ort_level = w.Dropdown(options=list(ORT_LEVELS), value="all", description="ORT level")
-        self.ort_threads = w.BoundedIntText(value=0, min=0, max=256, description="ORT threads")
+        self.ort_threads = w.BoundedIntText(value=0, min=0, max=256, description="threads")
         self.tune_trials = w.BoundedIntText(value=0, min=0, max=100_000, description="TVM trials")
         self.pretuned = w.Checkbox(value=False, description="TVM shipped records", indent=False)
         self.rpc_tracker = w.Text(value="", placeholder="HOST:PORT", description="RPC tracker")
@@ -167,27 +162,18 @@ class BenchPanel(w.VBox):
         >>> [r.label for r in BenchPanel("zoo:mlp").chosen()]
         ['ONNX Runtime CPU (all)', 'TVM llvm untuned (default schedules)']
         """
-        runtimes: list[Any] = []
-        if "ort" in self.runtimes.value:
-            runtimes.append(
-                OrtRuntime(optimization=self.ort_level.value, threads=int(self.ort_threads.value))
-            )
-        if "tvm" in self.runtimes.value:
-            remote = {}
-            if self.rpc_tracker.value.strip() or self.rpc_key.value.strip():
-                remote = {
-                    "rpc_tracker": self.rpc_tracker.value.strip(),
-                    "rpc_key": self.rpc_key.value.strip(),
-                }
-            runtimes.append(
-                TvmRuntime(tune_trials=int(self.tune_trials.value), pretuned=self.pretuned.value, **remote)
-            )
-        if "tvm-naive" in self.runtimes.value:  # the untuned baseline: TVM's plain loops, no tuning
-            runtimes.append(TvmRuntime(schedules="naive"))
-        if "iree" in self.runtimes.value:  # IREE's MLIR compiler for this CPU (the iree extra)
-            runtimes.append(IreeRuntime())
-        if "torch-eager" in self.runtimes.value:  # what people run before compiling
-            runtimes.append(TorchEagerRuntime())
+        tracker, key = self.rpc_tracker.value.strip(), self.rpc_key.value.strip()
+        remote = tracker or key  # both or neither: the runtime says so when only one is given
+        flags = {
+            "optimization": self.ort_level.value,
+            "threads": int(self.ort_threads.value) or None,  # ONNX Runtime's, IREE's, PyTorch's
+            "tune_trials": int(self.tune_trials.value),
+            "pretuned": self.pretuned.value or None,
+            "rpc_tracker": tracker if remote else None,
+            "rpc_key": key if remote else None,
+        }
+        names = [name for _, name in self.runtimes.options if name in self.runtimes.value]  # the menu's order
+        runtimes: list[Any] = [get_runtime(name, **RUNTIMES[name].flag_options(flags)) for name in names]
         return runtimes
 
     def _progress(self, label: str, event: Any) -> None:
@@ -240,7 +226,7 @@ class BenchPanel(w.VBox):
                     continue
                 session = runtime.prepare(self.graph, self.input_shapes)
                 timed = self.profiles[runtime.label] = profile(session, feeds, runs=3)
-                if isinstance(runtime, TvmRuntime):  # which kernels have a record, and how fast
+                if getattr(runtime, "keeps_tuning_records", False):  # which kernels have a record, how fast
                     self.task_coverage[runtime.label] = task_coverage(session, timed)
             for label, prof in self.profiles.items():
                 self.view.set_overlay(f"time: {label}", prof.node_ms)

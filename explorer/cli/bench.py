@@ -169,29 +169,26 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def _runtimes(args: argparse.Namespace) -> list[Any]:
     """The runtimes ``--runtime`` names (ORT and TVM by default), with their options from the flags."""
-    from explorer.runtimes.bench import get_runtime
+    from explorer.runtimes.registry import RUNTIMES, get_runtime
 
+    flags = {
+        "tune_trials": args.tune_trials,
+        "tune_minutes": args.tune_minutes,
+        "pretuned": args.pretuned or None,
+        "tune_every_task": args.tune_every_task or None,
+        "rpc_tracker": args.rpc_tracker,
+        "rpc_key": args.rpc_key,
+        "target": args.tvm_target,
+        "threads": args.threads or None,  # ONNX Runtime's, IREE's and PyTorch's threads
+    }
     runtimes = []
     for name in args.runtime or ["ort", "tvm"]:
-        options: dict[str, Any] = {}
-        if name.startswith("tvm"):
-            if name == "tvm":  # tvm-naive is the untuned baseline: the tuning flags are not its
-                options = {"tune_trials": args.tune_trials, "tune_minutes": args.tune_minutes}
-                if args.pretuned:
-                    options["pretuned"] = True
-                if args.tune_every_task:
-                    if not (args.tune_trials or args.tune_minutes):
-                        raise ExplorerError(
-                            "--tune-every-task spreads a tuning budget: "
-                            "give --tune-trials N or --tune-minutes M"
-                        )
-                    options["tune_every_task"] = True
-            if args.rpc_tracker or args.rpc_key:
-                options.update(rpc_tracker=args.rpc_tracker, rpc_key=args.rpc_key)
-            if args.tvm_target:
-                options["target"] = args.tvm_target
-        elif args.threads:  # ONNX Runtime's, IREE's and PyTorch's threads
-            options = {"threads": args.threads}
+        entry = RUNTIMES.get(name)
+        options = entry.flag_options(flags) if entry is not None else {}  # an unknown name: get_runtime says
+        if options.get("tune_every_task") and not (args.tune_trials or args.tune_minutes):
+            raise ExplorerError(
+                "--tune-every-task spreads a tuning budget: give --tune-trials N or --tune-minutes M"
+            )
         try:
             runtimes.append(get_runtime(name, **options))
         except ExplorerError:  # typed already (a UsageError: --rpc-tracker without :PORT)

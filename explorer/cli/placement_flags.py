@@ -78,14 +78,13 @@ def strict_runtimes(
     """
     if not getattr(args, "strict_placement", False):
         return list(runtimes), {}, None
-    from explorer.runtimes.ort_runtime import OrtRuntime
     from explorer.targets.strict_placement import strict_placement
 
     kept: list[Any] = []
     found: dict[str, StrictPlacement] = {}
     refused: list[tuple[str, StrictPlacement]] = []
     for runtime in runtimes:
-        if not isinstance(runtime, OrtRuntime):
+        if not getattr(runtime, "places_nodes", False):
             kept.append(runtime)
             continue
         runtime = dataclasses.replace(runtime, strict_placement=True)
@@ -144,7 +143,7 @@ def placement_lines(placements: Mapping[str, StrictPlacement], runtimes: Sequenc
     """
     lines = [f"{name}: strict placement: {p.verdict}" for name, p in placements.items()]
     for runtime in runtimes:
-        if not runtime.name.startswith("ort"):
+        if not getattr(runtime, "places_nodes", False):
             lines.append(
                 f"{runtime.name}: strict placement does not apply (ONNX Runtime's flag; it compiles for "
                 "one device)"

@@ -81,7 +81,7 @@ _LAZY = {
     "TorchEagerRuntime": "explorer.runtimes.torch_runtime",
     "IreeRuntime": "explorer.runtimes.iree_runtime",
     "bench": "explorer.runtimes.bench",
-    "get_runtime": "explorer.runtimes.bench",
+    "get_runtime": "explorer.runtimes.registry",
     "BenchResult": "explorer.runtimes.bench",
     "BenchReport": "explorer.runtimes.bench",
     "compare_intermediates": "explorer.runtimes.intermediates",

@@ -50,9 +50,23 @@ class Runtime(Protocol):
         ``TVM llvm untuned (default schedules)``).
     tuned : bool
         Whether it tunes what it compiles.
+    family : str
+        Its kind of backend (``ort``, ``tvm``, ``iree``, ``torch``, ``ort-genai``): how its profile's
+        records name kernels (:func:`explorer.runtimes.profile.profile`) and which memory factors
+        apply (:mod:`explorer.runtimes.memory_budget`), read from tables keyed by it.
+    places_nodes : bool
+        Whether it places each node on a device of its own choosing (ONNX Runtime's providers):
+        ``--strict-placement`` applies to it alone.
+
+    A runtime may also have ``check_target()`` (refuse a user's mistaken target before any
+    runtime runs) and ``explain_run_error(err, graph, shapes, given=)`` (a failure while
+    running as a typed error, or None): :func:`explorer.runtimes.bench.bench` calls them where
+    they exist.
     """
 
     name: str
+    family: str
+    places_nodes: bool
 
     @property
     def label(self) -> str: ...

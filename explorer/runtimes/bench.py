@@ -45,8 +45,7 @@ from explorer.runtimes.generation import (
     LlmTiming,
     generation_benchmark,
 )
-from explorer.runtimes.ort_runtime import OrtRuntime, run_refused
-from explorer.runtimes.tvm_runtime import TvmRuntime
+from explorer.runtimes.registry import RUNTIME_NAMES, get_runtime
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -65,8 +64,6 @@ __all__ = [
     "rounding_floor",
 ]
 
-RUNTIME_NAMES = ("ort", "ort-cuda", "ort-genai", "tvm", "tvm-naive", "torch-eager", "iree", "iree-default")
-"""Runtime names :func:`get_runtime` (and ``onnx-explorer bench --runtime``) takes."""
 
 TVM_BUILD_KEYS = (
     "tasks",
@@ -80,39 +77,6 @@ TVM_BUILD_KEYS = (
 )
 """What a TVM result's JSON carries of its build: tasks, records, schedule sources, the default
 schedules rejected for computing something else than the plain loops (and why), RPC servers."""
-
-
-def get_runtime(name: str, **options: Any) -> Runtime:
-    """The runtime called ``name`` (one of :data:`RUNTIME_NAMES`), with options.
-
-    Examples
-    --------
-    >>> get_runtime("ort", threads=2).label
-    'ONNX Runtime CPU (all, 2 threads)'
-    >>> get_runtime("tvm").name, get_runtime("iree", threads=1).label
-    ('tvm', 'IREE llvm-cpu (1 thread)')
-    """
-    if name == "ort":
-        return OrtRuntime(**options)
-    if name == "ort-cuda":
-        return OrtRuntime(provider="CUDAExecutionProvider", **options)
-    if name == "tvm":
-        return TvmRuntime(**options)
-    if name == "tvm-naive":
-        return TvmRuntime(schedules="naive", **options)
-    if name == "torch-eager":
-        from explorer.runtimes.torch_runtime import TorchEagerRuntime
-
-        return TorchEagerRuntime(**options)
-    if name == "ort-genai":
-        from explorer.runtimes.genai_runtime import OrtGenaiRuntime
-
-        return OrtGenaiRuntime(**options)
-    if name in ("iree", "iree-default"):
-        from explorer.runtimes.iree_runtime import IreeRuntime
-
-        return IreeRuntime(**options) if name == "iree" else IreeRuntime(flags="default", **options)
-    raise UsageError(f"no runtime {name!r}: the runtimes are {', '.join(RUNTIME_NAMES)}")
 
 
 def latency_stats(times_ms: Sequence[float]) -> dict[str, float]:
@@ -425,9 +389,9 @@ def bench(
     """
     onnx_model(graph, "bench")
     chosen = [get_runtime(r) if isinstance(r, str) else r for r in runtimes]
-    for runtime in chosen:  # a user's mistake in a TVM target: refused before any runtime runs
-        if isinstance(runtime, TvmRuntime):
-            runtime.check_target()
+    for runtime in chosen:  # a user's mistake in a target: refused before any runtime runs
+        if callable(check := getattr(runtime, "check_target", None)):
+            check()
     spec = decoder_spec(graph.model, graph.model_path) if feeds is None and generation is not False else None
     if generation and spec is None:
         raise UsageError(f"{graph.source} is no decoder LLM: there is no generation to time")
@@ -475,8 +439,9 @@ def bench(
                 progress=forward,
             )
         except Exception as err:  # a contrib op refusing the inputs' shapes (GroupQueryAttention): typed
-            refused = run_refused(err, graph, runtime.label, shapes, given=bool(input_shapes) or given)
-            if refused is None or not isinstance(runtime, OrtRuntime):
+            explain = getattr(runtime, "explain_run_error", None)
+            refused = explain(err, graph, shapes, given=bool(input_shapes) or given) if explain else None
+            if refused is None:
                 raise
             raise refused from None
         outputs = list(timed["outputs"])

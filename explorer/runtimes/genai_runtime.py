@@ -22,7 +22,7 @@ import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -54,6 +54,11 @@ class OrtGenaiRuntime:
     >>> OrtGenaiRuntime(threads=2).label
     'onnxruntime-genai Generator (2 threads)'
     """
+
+    family: ClassVar[str] = "ort-genai"
+    """How its profile names kernels and what memory it needs (:class:`~explorer.runtimes.base.Runtime`)."""
+    places_nodes: ClassVar[bool] = False
+    """It compiles for one device: ONNX Runtime's ``--strict-placement`` does not apply."""
 
     threads: int = 0
     generation_only: bool = True

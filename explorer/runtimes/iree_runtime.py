@@ -40,7 +40,7 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from explorer.core.errors import LoweringError, MissingDependencyError, UsageError
 from explorer.isolation import worker
@@ -93,6 +93,11 @@ class IreeRuntime:
     >>> IreeRuntime(flags="default").name
     'iree-default'
     """
+
+    family: ClassVar[str] = "iree"
+    """How its profile names kernels and what memory it needs (:class:`~explorer.runtimes.base.Runtime`)."""
+    places_nodes: ClassVar[bool] = False
+    """It compiles for one device: ONNX Runtime's ``--strict-placement`` does not apply."""
 
     threads: int = 0
     target: str = "llvm-cpu"

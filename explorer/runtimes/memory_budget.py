@@ -60,7 +60,7 @@ PEAK_PER_WEIGHT_BYTE: dict[tuple[str, str], float] = {
     ("bench", "iree-default"): 1.0,
     ("bench", "torch-eager"): 2.0,
     ("coverage", ""): 0.1,
-    ("coverage", "iree"): 0.1,
+    ("coverage", "iree-llvm-cpu"): 0.1,
     ("prepare", ""): 1.5,
 }
 """(command, runtime) -> peak memory of the process tree per byte of weights, above what the same
@@ -146,8 +146,6 @@ class MemoryBudget:
 
 def _factor(command: str, runtime: str) -> float:
     family = runtime if (command, runtime) in PEAK_PER_WEIGHT_BYTE else ""
-    if command == "coverage" and runtime.startswith("iree"):
-        family = "iree"
     return PEAK_PER_WEIGHT_BYTE.get((command, family), 2.0)
 
 
@@ -200,8 +198,7 @@ def memory_budget(
     limit = memory_limit_bytes() if limit_bytes is None else limit_bytes
     factor = _factor(command, runtime)
     needed = BASE_BYTES + int(weights_bytes * factor)
-    family = "iree" if command == "coverage" and runtime.startswith("iree") else runtime
-    weight_limit, why = WEIGHT_LIMITS.get((command, family), (None, ""))
+    weight_limit, why = WEIGHT_LIMITS.get((command, runtime), (None, ""))
     reason = ""
     if weight_limit is not None and weights_bytes > weight_limit:
         reason = f"{why}; this model has {format_bytes(weights_bytes)} of weights"

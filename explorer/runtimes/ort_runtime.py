@@ -19,7 +19,7 @@ import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from explorer.core.errors import ExplorerError, InvalidModelError, RuntimeUnsupportedError, UsageError
 from explorer.isolation import worker
@@ -90,6 +90,11 @@ class OrtRuntime:
     threads: int = 0
     strict_placement: bool = False
 
+    family: ClassVar[str] = "ort"
+    """How its profile names kernels and what memory it needs (:class:`~explorer.runtimes.base.Runtime`)."""
+    places_nodes: ClassVar[bool] = True
+    """It places each node on a provider (``--strict-placement`` applies)."""
+
     def __post_init__(self) -> None:
         if self.optimization not in ORT_LEVELS:
             raise UsageError(
@@ -132,6 +137,19 @@ class OrtRuntime:
         if self.provider == "CUDAExecutionProvider" and not _gpu_present():
             return "no NVIDIA GPU here (nvidia-smi is not on the PATH)"
         return None
+
+    def explain_run_error(
+        self, err: BaseException, graph: ModelGraph, shapes: Mapping[str, Sequence[int]], *, given: bool
+    ) -> ExplorerError | None:
+        """A contrib op's refusal of the inputs' shapes as a typed error (:func:`run_refused`); else None.
+
+        Examples
+        --------
+        >>> from explorer import load
+        >>> OrtRuntime().explain_run_error(RuntimeError("other"), load("zoo:mlp"), {}, given=False) is None
+        True
+        """
+        return run_refused(err, graph, self.label, shapes, given=given)
 
     def available(self) -> bool:
         """Whether it can run here: :attr:`missing` is None."""

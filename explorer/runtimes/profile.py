@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -428,6 +428,39 @@ def _written_bytes(lowered: ModelGraph, kernels: Sequence[str]) -> float | None:
     return written
 
 
+_Kernels = tuple[list[KernelTime], float | None, float]
+"""A profile's kernels, the bytes they wrote per run (None: not known) and the launches per run."""
+
+
+def _ort_reader(session: PreparedSession, records: Sequence[Mapping[str, Any]], count: int) -> _Kernels:
+    """ONNX Runtime's node events: each on its node; written bytes from their outputs' sizes."""
+    sizes = [r.get("output_bytes") for r in records]
+    written = None if any(b is None for b in sizes) else float(sum(sizes)) / count
+    return _ort_kernels(session.graph, records, count), written, len(records) / count
+
+
+def _tvm_reader(session: PreparedSession, records: Sequence[Mapping[str, Any]], count: int) -> _Kernels:
+    """The Relax VM's calls: kernels traced to their ONNX nodes; the VM's own calls are no launches."""
+    kernels, written = _tvm_kernels(
+        session.graph, session.input_shapes, records, count, session.info.get("passes") or "zero"
+    )
+    return kernels, written, sum(1 for r in records if not r["name"].startswith("vm.")) / count
+
+
+def _iree_reader(session: PreparedSession, records: Sequence[Mapping[str, Any]], count: int) -> _Kernels:
+    """IREE's dispatches, each on the ONNX node its call site is located at."""
+    kernels, written = _iree_kernels(session.graph, records, count)
+    return kernels, written, len(records) / count
+
+
+_KERNEL_READERS: Mapping[str, Callable[[PreparedSession, Sequence[Mapping[str, Any]], int], _Kernels]] = {
+    "ort": _ort_reader,
+    "tvm": _tvm_reader,
+    "iree": _iree_reader,
+}
+"""How a runtime family's profile records become kernels on ONNX nodes (``Runtime.family``)."""
+
+
 def profile(session: PreparedSession, feeds: Mapping[str, np.ndarray], runs: int = 5) -> Profile:
     """Time every kernel of a prepared session over ``runs`` inferences and map them onto its graph.
 
@@ -459,19 +492,8 @@ def profile(session: PreparedSession, feeds: Mapping[str, np.ndarray], runs: int
         lambda: worker.run_on_model(profile_session, worker_source(graph), session.key, dict(feeds), runs)
     )
     count = max(1, int(out["runs"]))
-    if session.runtime.name.startswith("iree"):
-        kernels, written = _iree_kernels(graph, out["records"], count)
-        launches = len(out["records"]) / count
-    elif session.runtime.name.startswith("tvm"):
-        kernels, written = _tvm_kernels(
-            graph, session.input_shapes, out["records"], count, session.info.get("passes") or "zero"
-        )
-        launches = sum(1 for r in out["records"] if not r["name"].startswith("vm.")) / count
-    else:
-        kernels = _ort_kernels(graph, out["records"], count)
-        launches = len(out["records"]) / count
-        sizes = [r.get("output_bytes") for r in out["records"]]
-        written = None if any(b is None for b in sizes) else float(sum(sizes)) / count
+    read = _KERNEL_READERS.get(getattr(session.runtime, "family", ""), _ort_reader)
+    kernels, written, launches = read(session, out["records"], count)
     kernels.sort(key=lambda k: -k.ms)
     node_ms: dict[str, float] = defaultdict(float)
     for kernel in kernels:

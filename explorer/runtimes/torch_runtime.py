@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from explorer.core.errors import RuntimeUnsupportedError
 from explorer.isolation.worker import ProgressEvent
@@ -44,6 +44,11 @@ class TorchEagerRuntime:
     >>> TorchEagerRuntime(threads=1).label, TorchEagerRuntime().name
     ('PyTorch eager (1 thread)', 'torch-eager')
     """
+
+    family: ClassVar[str] = "torch"
+    """How its profile names kernels and what memory it needs (:class:`~explorer.runtimes.base.Runtime`)."""
+    places_nodes: ClassVar[bool] = False
+    """It compiles for one device: ONNX Runtime's ``--strict-placement`` does not apply."""
 
     threads: int = 0
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from explorer.core.errors import LoweringError, UsageError
 from explorer.isolation import worker
@@ -93,6 +93,13 @@ class TvmRuntime:
     >>> TvmRuntime("llvm -mcpu=haswell -num-cores=2").label
     'TVM llvm -mcpu=haswell -num-cores=2 untuned (default schedules)'
     """
+
+    family: ClassVar[str] = "tvm"
+    """How its profile names kernels and what memory it needs (:class:`~explorer.runtimes.base.Runtime`)."""
+    places_nodes: ClassVar[bool] = False
+    """It compiles for one device: ONNX Runtime's ``--strict-placement`` does not apply."""
+    keeps_tuning_records: ClassVar[bool] = True
+    """It compiles per task and keeps tuning records (see :mod:`explorer.runtimes.task_coverage`)."""
 
     target: str = "llvm"
     tune_trials: int = 0
