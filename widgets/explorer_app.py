@@ -57,7 +57,6 @@ from typing import Any
 import ipywidgets as w
 
 from explorer import load, zoo
-from explorer.cli import parse_input_shape
 from explorer.core.errors import UsageError, WorkerCancelled
 from explorer.core.graph import ModelGraph
 from explorer.core.node_trace import lowered_from
@@ -65,6 +64,7 @@ from explorer.isolation import worker
 from explorer.isolation.io import write_bytes_atomic
 from explorer.lower.compilers import COMPILER_NAMES, LowerOptions, get_compiler
 from explorer.onnx_adapter.adapter import has_onnx_model
+from explorer.onnx_adapter.input_shapes import parse_input_shapes
 from explorer.onnx_adapter.inputs import concrete_input_shapes
 from explorer.onnx_adapter.model_files import new_model_dir
 from explorer.overlays import ai_hub
@@ -294,17 +294,7 @@ class Explorer(w.VBox):
         >>> app.input_shapes
         {'input': [1, 3, 64, 64]}
         """
-        text = self.shapes.value.strip()
-        if not text:
-            return None
-        shapes = {}
-        for entry in text.replace(";", " ").split():
-            try:
-                name, shape = parse_input_shape(entry)
-            except Exception as err:  # argparse's type error: the message names the entry
-                raise UsageError(str(err)) from None
-            shapes[name] = shape
-        return shapes
+        return parse_input_shapes(self.shapes.value)
 
     def concrete_shapes(self) -> dict[str, list[int]]:
         """Every input's shape for lowering and benchmarks: the shapes box, dynamic dimensions 1.

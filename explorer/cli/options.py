@@ -20,6 +20,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from explorer.core.errors import UsageError
+
 __all__ = [
     "add_export_overlay",
     "MODEL_HELP",
@@ -41,25 +43,24 @@ JSON_HELP = "print one JSON object"
 
 
 def parse_input_shape(text: str) -> tuple[str, list[int]]:
-    """Parse ``NAME=1,3,224,224`` (or ``NAME=1x3x224x224``) into a name and a shape.
+    """``--input-shape``'s argparse type: the ONNX adapter's
+    :func:`~explorer.onnx_adapter.input_shapes.parse_input_shape`, its error argparse's.
 
     Examples
     --------
     >>> parse_input_shape("input=1,3,224,224")
     ('input', [1, 3, 224, 224])
-    >>> parse_input_shape("x:0=2x8")
-    ('x:0', [2, 8])
+    >>> parse_input_shape("input=1,-3")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: dimensions must be positive integers in 'input=1,-3'
     """
-    name, sep, dims = text.rpartition("=")
-    if not sep or not name or not dims:
-        raise argparse.ArgumentTypeError(f"expected NAME=D1,D2,... (e.g. input=1,3,224,224), got {text!r}")
+    from explorer.onnx_adapter.input_shapes import parse_input_shape as parse
+
     try:
-        shape = [int(d) for d in dims.replace("x", ",").split(",") if d.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"dimensions must be integers in {text!r}") from None
-    if not shape or any(d <= 0 for d in shape):
-        raise argparse.ArgumentTypeError(f"dimensions must be positive integers in {text!r}")
-    return name, shape
+        return parse(text)
+    except UsageError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def non_negative_int(text: str) -> int:

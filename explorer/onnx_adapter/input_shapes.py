@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 import onnx
 from onnx import ModelProto
 
-from explorer.core.errors import ModelLoadError
+from explorer.core.errors import ModelLoadError, UsageError
 from explorer.core.tensors import (
     dim_from_proto,
     dtype_name,
@@ -31,7 +31,51 @@ from explorer.core.tensors import (
     shape_from_type,
 )
 
-__all__ = ["check_input_shapes", "fix_input_shapes"]
+__all__ = ["check_input_shapes", "fix_input_shapes", "parse_input_shape", "parse_input_shapes"]
+
+
+def parse_input_shape(text: str) -> tuple[str, list[int]]:
+    """Parse ``NAME=1,3,224,224`` (or ``NAME=1x3x224x224``) into a name and a shape.
+
+    The one parser of a user's input shape: ``--input-shape`` (through the CLI's argparse type)
+    and the Explorer's shapes box.
+
+    Raises
+    ------
+    UsageError
+        The text is not ``NAME=D1,D2,...`` with positive integer dimensions (the message quotes it).
+
+    Examples
+    --------
+    >>> parse_input_shape("input=1,3,224,224")
+    ('input', [1, 3, 224, 224])
+    >>> parse_input_shape("x:0=2x8")
+    ('x:0', [2, 8])
+    """
+    name, sep, dims = text.rpartition("=")
+    if not sep or not name or not dims:
+        raise UsageError(f"expected NAME=D1,D2,... (e.g. input=1,3,224,224), got {text!r}")
+    try:
+        shape = [int(d) for d in dims.replace("x", ",").split(",") if d.strip()]
+    except ValueError:
+        raise UsageError(f"dimensions must be integers in {text!r}") from None
+    if not shape or any(d <= 0 for d in shape):
+        raise UsageError(f"dimensions must be positive integers in {text!r}")
+    return name, shape
+
+
+def parse_input_shapes(text: str) -> dict[str, list[int]] | None:
+    """Every ``NAME=D1,D2,...`` of ``text`` (separated by spaces or ``;``), by name; None when empty.
+
+    Examples
+    --------
+    >>> parse_input_shapes("input=1,3,64,64; mask=1x64")
+    {'input': [1, 3, 64, 64], 'mask': [1, 64]}
+    >>> parse_input_shapes("  ") is None
+    True
+    """
+    entries = text.replace(";", " ").split()
+    return dict(parse_input_shape(entry) for entry in entries) or None
 
 
 def check_input_shapes(
