@@ -26,13 +26,22 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from explorer.core.diff import GraphDiff, diff
+from explorer.core.errors import UsageError
 from explorer.core.graph import ModelGraph
 from explorer.core.op_deltas import format_op_deltas
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Snapshot", "Timeline", "StepProgress", "StepObserver", "StepObservers", "ProgressObserver"]
+__all__ = [
+    "Snapshot",
+    "Timeline",
+    "StepProgress",
+    "StepObserver",
+    "SnapshotAnnotator",
+    "StepObservers",
+    "ProgressObserver",
+]
 
 StepProgress = Callable[[int, int, str], object]
 """Progress callback: ``(step number from 1, number of steps, pass name)``, called before each step."""
@@ -369,20 +378,34 @@ class Timeline:
 
 @runtime_checkable
 class StepObserver(Protocol):
-    """Watches a producer's steps without running them (the idea of TVM's ``PassInstrument``).
+    """Watches a producer's steps without running them or changing what they made (TVM's ``PassInstrument``).
 
-    A producer (:func:`explorer.passes.pipeline.run_pipeline`) calls :meth:`before_step`
-    before it runs step ``index`` (from 1) of ``total``, and :meth:`after_step` with each
-    snapshot it made, snapshot 0 (the model as loaded) included. Progress reports,
-    output checks and measurements live in observers, not in the producer's loop.
+    A producer (:func:`explorer.passes.pipeline.run_pipeline`, the compilers' pipelines) calls
+    :meth:`before_step` before it runs step ``index`` (from 1) of ``total``, and
+    :meth:`after_step` with each snapshot it made, snapshot 0 (the model as loaded) included,
+    as the :class:`SnapshotAnnotator` s left it. Progress reports and recorders are
+    observers; what adds to a snapshot is an annotator.
     """
 
     def before_step(self, index: int, total: int, name: str) -> None:
         """Step ``index`` (from 1) of ``total``, named ``name``, is about to run."""
         ...
 
-    def after_step(self, snapshot: Snapshot) -> Snapshot | None:
-        """The producer made ``snapshot``: return it with what the observer adds, or None to keep it."""
+    def after_step(self, snapshot: Snapshot) -> None:
+        """The producer made ``snapshot`` (observed, never replaced: return nothing)."""
+        ...
+
+
+@runtime_checkable
+class SnapshotAnnotator(Protocol):
+    """Adds what it measures to each snapshot a producer makes, before the observers see it.
+
+    The output check (:class:`explorer.passes.verification.OutputCheckAnnotator`) is one: it
+    runs each changed graph and returns the snapshot with its ``max_abs_diff``.
+    """
+
+    def annotate(self, snapshot: Snapshot) -> Snapshot:
+        """``snapshot`` with what this annotator measured on it."""
         ...
 
 
@@ -402,17 +425,13 @@ class ProgressObserver:
         """Report that step ``index`` of ``total`` starts."""
         self.progress(index, total, name)
 
-    def after_step(self, snapshot: Snapshot) -> Snapshot | None:
-        """Nothing to add: the snapshot is kept as it is."""
-        return None
+    def after_step(self, snapshot: Snapshot) -> None:
+        """Nothing to do once a step is made."""
 
 
 @dataclass(frozen=True)
 class StepObservers:
-    """Several observers, called in order; itself a :class:`StepObserver`.
-
-    Each observer's :meth:`~StepObserver.after_step` sees the snapshot as the ones
-    before it left it.
+    """What a producer calls at each step: the annotators in order, then every observer.
 
     Examples
     --------
@@ -425,6 +444,7 @@ class StepObservers:
     """
 
     observers: tuple[StepObserver, ...] = ()
+    annotators: tuple[SnapshotAnnotator, ...] = ()
 
     def before_step(self, index: int, total: int, name: str) -> None:
         """Tell every observer that step ``index`` of ``total`` starts."""
@@ -432,7 +452,19 @@ class StepObservers:
             observer.before_step(index, total, name)
 
     def after_step(self, snapshot: Snapshot) -> Snapshot:
-        """Hand ``snapshot`` to every observer in turn; return it as the last one left it."""
+        """``snapshot`` as the annotators, in turn, left it; every observer is shown that one.
+
+        Raises
+        ------
+        UsageError
+            An observer returned a snapshot: observers only observe (an annotator adds).
+        """
+        for annotator in self.annotators:
+            snapshot = annotator.annotate(snapshot)
         for observer in self.observers:
-            snapshot = observer.after_step(snapshot) or snapshot
+            if observer.after_step(snapshot) is not None:
+                raise UsageError(
+                    f"{type(observer).__name__}.after_step returned a snapshot: observers only observe; "
+                    "to add to a snapshot, give annotate(snapshot) -> Snapshot and pass it in annotators="
+                )
         return snapshot

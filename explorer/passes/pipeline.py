@@ -4,9 +4,10 @@ Snapshot 0 is the model as loaded; each later snapshot holds the graph after one
 pass, whether it changed anything, how long it took, and (when verification is on)
 the largest output difference from the original model on random inputs in ONNX
 Runtime. Steps that changed nothing re-use the previous snapshot's graph, so they
-cost nothing to keep. The loop runs, reloads and diffs; the progress report and the
-output check are :class:`~explorer.core.timeline.StepObserver` s beside it, and callers
-may add their own.
+cost nothing to keep. The loop runs, reloads and diffs; the progress report is a
+:class:`~explorer.core.timeline.StepObserver` beside it, the output check a
+:class:`~explorer.core.timeline.SnapshotAnnotator` (it adds to each snapshot), and callers
+may add their own of either.
 
 Examples
 --------
@@ -29,6 +30,7 @@ from explorer.core.graph import ModelGraph
 from explorer.core.timeline import (
     ProgressObserver,
     Snapshot,
+    SnapshotAnnotator,
     StepObserver,
     StepObservers,
     StepProgress,
@@ -40,7 +42,7 @@ from explorer.onnx_adapter.model_files import own_folder
 from explorer.passes.base import FunctionPass, Pass, PassResult
 from explorer.passes.registry import PipelineItem, parse_pipeline
 from explorer.passes.step_failures import StepCrashed, crash_site, step_traceback
-from explorer.passes.verification import OutputCheck, OutputCheckObserver
+from explorer.passes.verification import OutputCheck, OutputCheckAnnotator
 
 __all__ = ["run_pipeline"]
 
@@ -55,6 +57,7 @@ def run_pipeline(
     progress: StepProgress | None = None,
     stop_on_error: bool = False,
     observers: Sequence[StepObserver] = (),
+    annotators: Sequence[SnapshotAnnotator] = (),
 ) -> Timeline:
     """Run passes one after another and keep a snapshot after each.
 
@@ -81,7 +84,10 @@ def run_pipeline(
         Raise the first pass error instead of recording it and going on.
     observers : sequence of StepObserver
         More :class:`~explorer.core.timeline.StepObserver` s, called after the progress
-        report and the verification (which are observers too).
+        report; they see each snapshot as the annotators left it.
+    annotators : sequence of SnapshotAnnotator
+        More :class:`~explorer.core.timeline.SnapshotAnnotator` s, after the verification's
+        (which adds ``max_abs_diff``).
 
     Returns
     -------
@@ -100,7 +106,7 @@ def run_pipeline(
     graph = source if isinstance(source, ModelGraph) else load(source, input_shapes=input_shapes)
     onnx_model(graph, "run_pipeline")  # a UsageError for a subgraph or another IR's graph
     passes = _passes(pipeline, input_shapes)
-    watch = _observers(verify, seed, input_shapes, progress, observers)
+    watch = _observers(verify, seed, input_shapes, progress, observers, annotators)
     snapshots = [watch.after_step(Snapshot.original(graph))]
     current = graph
     diffs: dict[tuple[int, int], GraphDiff] = {}
@@ -137,15 +143,16 @@ def _observers(
     input_shapes: Mapping[str, Sequence[int]] | None,
     progress: StepProgress | None,
     more: Sequence[StepObserver],
+    more_annotators: Sequence[SnapshotAnnotator] = (),
 ) -> StepObservers:
-    """The observers of a run: the progress report, the output check, then the caller's."""
+    """The observers of a run (the progress report, then the caller's) and its annotators (the
+    output check, then the caller's)."""
     check = verify if isinstance(verify, OutputCheck) else None
     if check is None and verify:
         check = OutputCheck(seed=seed, input_shapes=input_shapes)
-    found: list[StepObserver] = [] if progress is None else [ProgressObserver(progress)]
-    if check is not None:
-        found.append(OutputCheckObserver(check))
-    return StepObservers((*found, *more))
+    observers: list[StepObserver] = [] if progress is None else [ProgressObserver(progress)]
+    annotators: list[SnapshotAnnotator] = [] if check is None else [OutputCheckAnnotator(check)]
+    return StepObservers((*observers, *more), (*annotators, *more_annotators))
 
 
 def _passes(pipeline: str | Iterable[PipelineItem | Pass], input_shapes: Any) -> list[Pass]:

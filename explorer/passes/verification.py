@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from explorer.core.graph import ModelGraph
     from explorer.core.timeline import Snapshot
 
-__all__ = ["Runner", "ort_runner", "OutputCheck", "OutputCheckObserver"]
+__all__ = ["Runner", "ort_runner", "OutputCheck", "OutputCheckAnnotator", "OutputCheckObserver"]
 
 Runner = Callable[["ModelGraph", Mapping[str, np.ndarray]], Sequence[np.ndarray]]
 """``runner(graph, feeds) -> outputs``: runs a graph on named inputs, raises when it cannot."""
@@ -127,8 +127,8 @@ class OutputCheck:
         return max_abs_diff(self.reference, outputs)
 
 
-class OutputCheckObserver:
-    """A :class:`~explorer.core.timeline.StepObserver` that records each snapshot's ``max_abs_diff``.
+class OutputCheckAnnotator:
+    """A :class:`~explorer.core.timeline.SnapshotAnnotator` that adds each snapshot's ``max_abs_diff``.
 
     Snapshot 0 starts the :class:`OutputCheck` (its note, when the original does not
     run, goes to the snapshot's log); each changed snapshot is checked; a snapshot that
@@ -143,8 +143,8 @@ class OutputCheckObserver:
     --------
     >>> from explorer import load
     >>> from explorer.core.timeline import Snapshot
-    >>> observer = OutputCheckObserver(OutputCheck())
-    >>> observer.after_step(Snapshot.original(load("zoo:mlp"))).max_abs_diff
+    >>> annotator = OutputCheckAnnotator(OutputCheck())
+    >>> annotator.annotate(Snapshot.original(load("zoo:mlp"))).max_abs_diff
     0.0
     """
 
@@ -152,10 +152,7 @@ class OutputCheckObserver:
         self.check = check
         self.drift: float | None = None
 
-    def before_step(self, index: int, total: int, name: str) -> None:
-        """Nothing to do before a step: graphs are checked once they exist."""
-
-    def after_step(self, snapshot: Snapshot) -> Snapshot:
+    def annotate(self, snapshot: Snapshot) -> Snapshot:
         """``snapshot`` with its largest output difference from the original."""
         if snapshot.index == 0:
             self.drift, note = self.check.start(snapshot.graph)
@@ -164,6 +161,16 @@ class OutputCheckObserver:
         if snapshot.changed:
             self.drift = self.check.drift(snapshot.graph)
         return dataclasses.replace(snapshot, max_abs_diff=self.drift)
+
+
+OutputCheckObserver = OutputCheckAnnotator
+"""The name :class:`OutputCheckAnnotator` had while observers could rewrite snapshots.
+
+Examples
+--------
+>>> OutputCheckObserver is OutputCheckAnnotator
+True
+"""
 
 
 def _graph_inputs(model: Any) -> list[str]:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from explorer.core.errors import LoweringError, UsageError
 from explorer.core.graph import ModelGraph
-from explorer.core.timeline import Snapshot, StepObserver, StepObservers
+from explorer.core.timeline import Snapshot, SnapshotAnnotator, StepObserver, StepObservers
 from explorer.isolation import worker
 from explorer.isolation.worker import ProgressEvent
 from explorer.lower.iree.iree_compile import CPU_FLAGS, TARGETS, lower_iree
@@ -259,6 +259,7 @@ def iree_pipeline(
     timeout: float | None = None,
     progress: Callable[[ProgressEvent], object] | None = None,
     observers: Sequence[StepObserver] = (),
+    annotators: Sequence[SnapshotAnnotator] = (),
 ) -> MlirTimeline:
     """Import ``graph`` with IREE and compile it for ``target``, a snapshot after each phase (or pass).
 
@@ -282,6 +283,8 @@ def iree_pipeline(
         Called with each :class:`~explorer.isolation.worker.ProgressEvent` (one as each phase ends).
     observers : sequence of StepObserver
         Watch the steps, as for the other producers; ``after_step`` gets each snapshot.
+    annotators : sequence of SnapshotAnnotator
+        Add to each snapshot before the observers see it.
 
     Returns
     -------
@@ -308,7 +311,7 @@ def iree_pipeline(
     _check(target, detail)
     if flags not in FLAG_SETS:
         raise UsageError(f"flags must be one of {', '.join(FLAG_SETS)}, not {flags!r}")
-    watch = StepObservers(tuple(observers))
+    watch = StepObservers(tuple(observers), tuple(annotators))
     onnx_nodes = [n for n, d in graph.nx.nodes(data=True) if d["kind"] == "op"]
     try:
         out: dict[str, Any] = worker.run_on_model(

@@ -31,7 +31,7 @@ from typing import Any
 from explorer.core.errors import ExplorerError, LoweringError, UsageError
 from explorer.core.graph import ModelGraph
 from explorer.core.tensors import format_bytes
-from explorer.core.timeline import Snapshot, StepObserver, StepObservers
+from explorer.core.timeline import Snapshot, SnapshotAnnotator, StepObserver, StepObservers
 from explorer.isolation import worker
 from explorer.isolation.worker import ProgressEvent
 from explorer.lower.pass_failures import located
@@ -195,6 +195,7 @@ def relax_pipeline(
     timeout: float | None = None,
     progress: Callable[[ProgressEvent], object] | None = None,
     observers: Sequence[StepObserver] = (),
+    annotators: Sequence[SnapshotAnnotator] = (),
 ) -> TirTimeline:
     """Import ``graph`` into Relax and run a pipeline's passes one by one, a snapshot after each.
 
@@ -221,6 +222,9 @@ def relax_pipeline(
         passes' :func:`~explorer.passes.pipeline.run_pipeline`): ``before_step`` as each pass
         starts in the worker, ``after_step`` with each snapshot (the import's included) once
         the worker has sent the module after every pass.
+    annotators : sequence of SnapshotAnnotator
+        Add to each snapshot before the observers see it
+        (:class:`~explorer.core.timeline.SnapshotAnnotator`).
 
     Returns
     -------
@@ -254,7 +258,7 @@ def relax_pipeline(
     onnx_model(graph, "relax_pipeline")
     shapes = shape_dict(input_shapes)
     passes = check_passes(pipeline)
-    watch = StepObservers(tuple(observers))
+    watch = StepObservers(tuple(observers), tuple(annotators))
     try:
         out: dict[str, Any] = worker.run_on_model(
             lower_relax,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from explorer import load
 from explorer.passes.pipeline import run_pipeline
 
@@ -78,10 +80,10 @@ def test_pass_objects_and_parameters_in_pipelines() -> None:
     assert timeline[2].graph.summary().opsets["ai.onnx"] == 18
 
 
-def test_observers_see_every_step_and_may_add_to_its_snapshot() -> None:
+def test_observers_see_every_step_as_the_annotators_left_it() -> None:
     import dataclasses
 
-    from explorer.core.timeline import Snapshot, StepObserver
+    from explorer.core.timeline import Snapshot, SnapshotAnnotator, StepObserver
 
     class Recorder:
         def __init__(self) -> None:
@@ -90,16 +92,24 @@ def test_observers_see_every_step_and_may_add_to_its_snapshot() -> None:
         def before_step(self, index: int, total: int, name: str) -> None:
             self.events.append(("before", index, total, name))
 
-        def after_step(self, snapshot: Snapshot) -> Snapshot:
+        def after_step(self, snapshot: Snapshot) -> None:
             self.events.append(("after", snapshot.index, snapshot.max_abs_diff))
+            assert snapshot.metrics == {"seen": 1}  # the annotators ran first
+
+    class Marker:
+        def annotate(self, snapshot: Snapshot) -> Snapshot:
             return dataclasses.replace(snapshot, metrics={"seen": 1})
 
     recorder = Recorder()
-    assert isinstance(recorder, StepObserver)
+    assert isinstance(recorder, StepObserver) and isinstance(Marker(), SnapshotAnnotator)
     timeline = run_pipeline(
-        "zoo:mlp", "eliminate_identity,fuse_matmul_add_bias_into_gemm", verify=True, observers=[recorder]
+        "zoo:mlp",
+        "eliminate_identity,fuse_matmul_add_bias_into_gemm",
+        verify=True,
+        observers=[recorder],
+        annotators=[Marker()],
     )
-    # the caller's observers come after the verification: they see the checked snapshot
+    # the observers come after the verification and the caller's annotators: they see the checked snapshot
     assert recorder.events == [
         ("after", 0, 0.0),
         ("before", 1, 2, "eliminate_identity"),
@@ -108,3 +118,18 @@ def test_observers_see_every_step_and_may_add_to_its_snapshot() -> None:
         ("after", 2, 0.0),
     ]
     assert [dict(s.metrics) for s in timeline.snapshots] == [{"seen": 1}] * 3
+
+
+def test_an_observer_that_returns_a_snapshot_is_told_to_be_an_annotator() -> None:
+    from explorer.core.errors import UsageError
+    from explorer.core.timeline import Snapshot
+
+    class Rewriter:
+        def before_step(self, index: int, total: int, name: str) -> None:
+            pass
+
+        def after_step(self, snapshot: Snapshot) -> Snapshot:
+            return snapshot
+
+    with pytest.raises(UsageError, match=r"observers only observe.*annotators="):
+        run_pipeline("zoo:mlp", "eliminate_identity", verify=False, observers=[Rewriter()])

@@ -72,8 +72,11 @@ def test_step_observers_see_each_pass_start_and_every_snapshot() -> None:
         def before_step(self, index: int, total: int, name: str) -> None:
             started.append((index, total, name))
 
-        def after_step(self, snapshot: Snapshot) -> Snapshot:
+        def after_step(self, snapshot: Snapshot) -> None:
             seen.append(snapshot.name)
+
+    class Marker:
+        def annotate(self, snapshot: Snapshot) -> Snapshot:
             return dataclasses.replace(snapshot, log=(*snapshot.log, "seen"))
 
     events: list[str | None] = []
@@ -82,6 +85,7 @@ def test_step_observers_see_each_pass_start_and_every_snapshot() -> None:
         pipeline="zero",
         progress=lambda event: events.append(event.message),
         observers=[Recorder()],
+        annotators=[Marker()],
     )
     total = len(ZERO_PIPELINE)
     assert started == [(i, total, name) for i, name in enumerate(ZERO_PIPELINE, start=1)]
