@@ -1,6 +1,6 @@
 """A package whose public names are imported on first use: the one way ``explorer``'s packages do it.
 
-A worker that unpickles one small function (``explorer.runtimes.sessions.prepare_ort``) imports the
+A worker that unpickles one small function (``explorer.runtimes.ort_prepare.prepare_ort``) imports the
 package around it, and must not pay for everything the package exports (the benchmark,
 profiles, the TVM runtime, networkx). :func:`lazy_exports` turns a package into one whose
 names are imported from their modules when first asked for (PEP 562), listed by ``dir()``,

@@ -65,7 +65,7 @@ __all__ = [
 ]
 
 #: Public name -> the module that defines it, imported on first use: a worker that unpickles
-#: :func:`explorer.runtimes.sessions.prepare_ort` imports this package, and must not pay for bench,
+#: :func:`explorer.runtimes.ort_prepare.prepare_ort` imports this package, and must not pay for bench,
 #: profile, the TVM runtime (networkx) or IREE with it. The agreement checks, random inputs and
 #: ONNX Runtime's reference run live below the stages (the core and the ONNX adapter).
 _LAZY = {

@@ -158,7 +158,7 @@ def prepare_in_worker(
     --------
     >>> from explorer import load
     >>> from explorer.runtimes.ort_runtime import OrtRuntime
-    >>> from explorer.runtimes.sessions import prepare_ort
+    >>> from explorer.runtimes.ort_prepare import prepare_ort
     >>> key, info = prepare_in_worker(OrtRuntime(), load("zoo:mlp"), None, prepare_ort, step="session")
     >>> key.startswith("ort-"), info["runtime"]
     (True, 'ort')

@@ -44,7 +44,8 @@ from explorer.isolation import worker
 from explorer.onnx_adapter.decoder import DecoderSpec, decoder_spec
 from explorer.onnx_adapter.inputs import concrete_input_shapes, random_feeds
 from explorer.runtimes.machine import measure_peak
-from explorer.runtimes.sessions import _get, ort_node_failure
+from explorer.runtimes.ort_refusals import ort_node_failure
+from explorer.runtimes.sessions import _get
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -302,7 +303,7 @@ def generation_loop(
     Examples
     --------
     >>> from explorer import load, zoo
-    >>> from explorer.runtimes.sessions import prepare_ort
+    >>> from explorer.runtimes.ort_prepare import prepare_ort
     >>> graph = load("zoo:llama")
     >>> _ = worker.run(prepare_ort, str(zoo.save("llama")), "doc-llama", {})
     >>> spec, prefill, decode = generation_plan(graph, prompt_tokens=4, context=16, decode_steps=3)

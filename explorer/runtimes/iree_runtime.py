@@ -1,6 +1,6 @@
 """IREE as a :class:`~explorer.runtimes.base.Runtime`: ONNX into MLIR, compiled for this CPU, run by IREE.
 
-Preparing runs in the worker (:func:`explorer.runtimes.sessions.prepare_iree`): IREE's ONNX
+Preparing runs in the worker (:func:`explorer.runtimes.iree_prepare.prepare_iree`): IREE's ONNX
 importer and ``iree-compile`` (:func:`explorer.lower.iree.iree_compile.build_vmfb`, target
 ``llvm-cpu`` for this CPU, with fixed input shapes) make a VM module (``.vmfb``), which IREE's
 runtime loads (``iree.runtime.load_vm_flatbuffer_file``, driver ``local-task``) and keeps warm
@@ -48,7 +48,7 @@ from explorer.isolation.worker import ProgressEvent
 from explorer.onnx_adapter.adapter import onnx_model
 from explorer.onnx_adapter.model_files import worker_source
 from explorer.runtimes.base import PreparedSession, session_key
-from explorer.runtimes.sessions import prepare_iree
+from explorer.runtimes.iree_prepare import prepare_iree
 
 if TYPE_CHECKING:
     from explorer.core.graph import ModelGraph

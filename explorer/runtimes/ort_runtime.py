@@ -27,7 +27,8 @@ from explorer.isolation.worker import ProgressEvent
 from explorer.onnx_adapter.adapter import opset_versions
 from explorer.onnx_adapter.ort_run import ORT_LEVELS
 from explorer.runtimes.base import PreparedSession, prepare_in_worker
-from explorer.runtimes.sessions import ort_node_failure, prepare_ort
+from explorer.runtimes.ort_prepare import prepare_ort
+from explorer.runtimes.ort_refusals import ort_node_failure
 
 if TYPE_CHECKING:
     from explorer.core.graph import ModelGraph
@@ -176,10 +177,10 @@ class OrtRuntime:
             version its opset resolves to (or for its types), an op of a domain it does not
             know, an opset newer than the build, a locale the machine lacks. The error names
             the op, its domain and opset, and the runtime (see
-            :func:`explorer.runtimes.sessions.ort_refusal`). Any other failure stays as it is.
+            :func:`explorer.runtimes.ort_refusals.ort_refusal`). Any other failure stays as it is.
         InvalidModelError
             A tensor's stored values disagree with its shape (ONNX Runtime checks them when it makes
-            the session; :func:`explorer.runtimes.sessions.ort_bad_tensor`): the error names the tensor.
+            the session; :func:`explorer.runtimes.ort_refusals.ort_bad_tensor`): the error names the tensor.
 
         Examples
         --------

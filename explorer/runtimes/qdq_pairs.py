@@ -687,7 +687,7 @@ def runtime_refusal(err: BaseException, source: str) -> ExplorerError | None:
     >>> runtime_refusal(RuntimeError(message), "q.onnx").path
     'q.onnx'
     """
-    from explorer.runtimes.sessions import ort_refusal
+    from explorer.runtimes.ort_refusals import ort_refusal
 
     found = ort_refusal(str(err))
     if found is None:

@@ -11,7 +11,7 @@ The ops are those of :data:`TORCH_OPS` (the zoo's CNNs, transformer, detectors a
 any other op, or an attribute value this translation does not follow, is refused when the
 program is made (:class:`TorchUnsupported`), never run wrong.
 
-Runs where PyTorch is (the worker, :func:`explorer.runtimes.sessions.prepare_torch`).
+Runs where PyTorch is (the worker, :func:`explorer.runtimes.torch_prepare.prepare_torch`).
 
 Examples
 --------

@@ -22,7 +22,7 @@ from explorer.core.errors import RuntimeUnsupportedError
 from explorer.isolation.worker import ProgressEvent
 from explorer.onnx_adapter.adapter import opset_versions
 from explorer.runtimes.base import PreparedSession, prepare_in_worker
-from explorer.runtimes.sessions import prepare_torch
+from explorer.runtimes.torch_prepare import prepare_torch
 
 if TYPE_CHECKING:
     from explorer.core.graph import ModelGraph

@@ -35,7 +35,7 @@ from explorer.isolation.worker import ProgressEvent
 from explorer.onnx_adapter.adapter import onnx_model
 from explorer.onnx_adapter.model_files import worker_source
 from explorer.runtimes.base import PreparedSession, session_key
-from explorer.runtimes.sessions import prepare_tvm
+from explorer.runtimes.tvm_prepare import prepare_tvm
 
 if TYPE_CHECKING:
     from explorer.core.graph import ModelGraph

@@ -9,8 +9,8 @@ from onnx import TensorProto, helper
 
 from explorer import load
 from explorer.core.errors import ExplorerError, RuntimeUnsupportedError
+from explorer.runtimes.ort_refusals import ort_refusal
 from explorer.runtimes.ort_runtime import OrtRuntime
-from explorer.runtimes.sessions import ort_refusal
 
 
 def _one_node(op: str, elem: int, opsets: dict[str, int], domain: str = "", rank: int = 1) -> onnx.ModelProto:
@@ -87,7 +87,7 @@ def test_a_tensor_whose_values_disagree_with_its_shape_is_a_bad_model_not_a_bare
 
 
 def test_ort_bad_tensor_reads_each_of_onnx_runtimes_size_checks() -> None:
-    from explorer.runtimes.sessions import ort_bad_tensor
+    from explorer.runtimes.ort_refusals import ort_bad_tensor
 
     head = "[ONNXRuntimeError] : 1 : FAIL : tensorprotoutils.cc:1805 ValidateEmbeddedTensorProto... "
     count = ort_bad_tensor(
