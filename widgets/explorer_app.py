@@ -59,10 +59,8 @@ import ipywidgets as w
 from explorer import load, zoo
 from explorer.core.errors import UsageError, WorkerCancelled
 from explorer.core.graph import ModelGraph
-from explorer.core.node_trace import lowered_from
 from explorer.isolation import worker
 from explorer.isolation.io import write_bytes_atomic
-from explorer.lower.compilers import COMPILER_NAMES, LowerOptions, get_compiler
 from explorer.onnx_adapter.adapter import has_onnx_model
 from explorer.onnx_adapter.input_shapes import parse_input_shapes
 from explorer.onnx_adapter.inputs import concrete_input_shapes
@@ -74,6 +72,7 @@ from explorer.overlays.value import Overlay
 from explorer.views.overlay_view import could_not_read_html, placement_agreement_html
 from explorer.views.tables import html_table
 
+from .explorer_tabs import COMPILERS, TAB_TYPES, ExplorerTab
 from .graph_view import GraphView
 from .recent import load_recent
 
@@ -96,13 +95,8 @@ DEFAULT_PIPELINE = "fuse_and_eliminate,ort:extended"
 DEFAULT_LOWERING = "zero"
 """The Lowering tab's Relax pipeline: import to FuseTIR (``"default"`` adds memory planning and the VM)."""
 
-_COSTLY = ("Passes", "Lowering", "Runtimes", "Targets")
+_COSTLY = tuple(tab.title for tab in TAB_TYPES)
 
-COMPILERS = {
-    name: f"{compiler.label}, {compiler.step_word} by {compiler.step_word}"
-    for name, compiler in ((name, get_compiler(name)) for name in COMPILER_NAMES)
-}
-"""What the Lowering tab lowers with (its compiler menu): name -> label."""
 
 NO_OVERLAY = "none"
 """The overlay menu's first entry: the graph without an overlay."""
@@ -180,6 +174,8 @@ class Explorer(w.VBox):
         self._source: Any = None
         self.selected: str | None = None
         self.panels: dict[str, Any] = {}
+        self.tab_views: dict[str, ExplorerTab] = {tab.title: tab(self) for tab in TAB_TYPES}
+        """The costly tabs as objects (:mod:`widgets.explorer_tabs`): each builds and describes."""
         self.overlays: dict[str, Overlay] = {}
         self.agreements: dict[str, PlacementAgreement] = {}
         self.measured: Overlay | None = None
@@ -489,7 +485,7 @@ class Explorer(w.VBox):
         if tab in self.panels:
             return self.panels[tab]
         box = self.tabs.children[TABS.index(tab)]
-        builder: Callable[[], Any] = getattr(self, f"_build_{tab.lower()}")
+        builder: Callable[[], Any] = self.tab_views[tab].build
         self._stopped = False
         self.progress.value = 0.0
         self.stop_button.layout.display = ""
@@ -543,78 +539,6 @@ class Explorer(w.VBox):
         if getattr(event, "message", None):
             self.status.value = html.escape(event.message)
 
-    def _build_passes(self) -> Any:
-        from .stepper import PassStepper
-
-        stepper = PassStepper(self.graph, input_shapes=self.input_shapes, height=self.height)
-        self._place("Passes", stepper)  # its progress bar shows while the passes run
-        stepper.run(self.pipeline)
-        return stepper
-
-    def _build_lowering(self) -> Any:
-        from explorer.core.errors import LoweringError
-        from explorer.lower import RelaxImportFailed
-        from explorer.lower.import_fix import lower_with_fixes
-
-        from .timeline_stepper import TimelineStepper
-
-        why: list[str] = []  # the failure each fix answered
-        compiler = get_compiler(self.compiler_menu.value)
-        options = LowerOptions(passes=self.lowering)  # each compiler reads its own options
-        label = COMPILERS[compiler.name]
-        self._place("Lowering", self.compiler_menu, w.HTML(f"<i>{label}: computing ...</i>"))
-
-        def lower(graph: Any, shapes: Any) -> Any:
-            try:
-                return compiler.lower(graph, shapes, options, progress=self._progress)
-            except (RelaxImportFailed, LoweringError) as failed:
-                why.append(str(failed))
-                raise
-
-        try:
-            timeline, fixes = lower_with_fixes(self.graph, self.concrete_shapes(), lower, fix=True)
-        except Exception:
-            self._place(
-                "Lowering", self.compiler_menu
-            )  # the failure is added below it; another compiler may do
-            raise
-        self.lowered_note = ""
-        if fixes:  # the same fix path as `onnx-explorer lower --fix`
-            self.lowered_note = (
-                f"<div class='oge-explorer-lowered-note'><b>The importer needed the model rewritten "
-                f"first</b> ({html.escape(', '.join(fixes))}); the lowering below starts from "
-                f"that model. Why: {html.escape(why[0] if why else '')}</div>"
-            )
-        stepper = TimelineStepper(timeline, height=self.height)
-        note = [w.HTML(self.lowered_note)] if self.lowered_note else []
-        self._place("Lowering", self.compiler_menu, *note, stepper)
-        return stepper
-
-    def _build_runtimes(self) -> Any:
-        from .bench_panel import BenchPanel
-
-        panel = BenchPanel(
-            self.graph, input_shapes=self.concrete_shapes() or None, min_runs=10, min_seconds=0.5
-        )
-        panel.view.on_select(self._selected_in_view)
-        self._place("Runtimes", panel)  # its progress bar shows while it prepares and times
-        panel.run()
-        return panel
-
-    def _build_targets(self) -> Any:
-        from .coverage_panel import DEFAULT_TARGETS, CoveragePanel
-
-        panel = CoveragePanel(
-            self.graph,
-            targets=self.targets or DEFAULT_TARGETS,
-            input_shapes=self.concrete_shapes() or None,
-            measured=self.measured,  # the latest AI Hub profile opened in the overlay menu
-        )
-        panel.view.on_select(self._selected_in_view)
-        self._place("Targets", panel)
-        panel.check()
-        return panel
-
     def _place(self, tab: str, *shown: Any) -> None:
         """Show a tab's widget (and what goes with it) while it still computes, with its own progress."""
         self.tabs.children[TABS.index(tab)].children = list(shown)
@@ -645,7 +569,7 @@ class Explorer(w.VBox):
                 if panel is None:
                     rows.append((tab, "<i>open the tab to compute it</i>"))
                     continue
-                rows.append((tab, getattr(self, f"_select_in_{tab.lower()}")(panel, node)))
+                rows.append((tab, self.tab_views[tab].describe(node)))
         finally:
             self._selecting = False
         self.selection.value = html_table(rows)
@@ -658,55 +582,6 @@ class Explorer(w.VBox):
         data = self.graph.nx.nodes[node]
         op = str(data.get("op_type") or data.get("kind", ""))
         return f"<code>{html.escape(node)}</code> ({html.escape(op)})"
-
-    def _select_in_passes(self, panel: Any, node: str) -> str:
-        panel.stepping.follow(node)
-        trace = panel.stepping._trace
-        return html.escape(trace.fate) if trace is not None else "not in the pipeline's first graph"
-
-    def _select_in_lowering(self, panel: Any, node: str) -> str:
-        panel.follow(node)
-        timeline = panel.timeline
-        first, last = timeline[0].graph, timeline[len(timeline) - 1]
-        imported = lowered_from(first, node)
-        final = lowered_from(last.graph, node)
-        noun = first.adapter.node_noun
-        if not imported:
-            return f"no {html.escape(noun)} came from it (folded away at import, or a constant)"
-        ops = ", ".join(f"<code>{html.escape(str(first.nx.nodes[n].get('op')))}</code>" for n in imported[:4])
-        return (
-            f"{len(imported)} {html.escape(noun)}{'s' * (len(imported) != 1)} at import ({ops}"
-            f"{' ...' if len(imported) > 4 else ''}); {len(final)} node{'s' * (len(final) != 1)} after "
-            f"{html.escape(last.name)}"
-        )
-
-    def _select_in_runtimes(self, panel: Any, node: str) -> str:
-        if panel.view.selected != node:
-            panel.view.select(node)
-        times = [
-            f"{html.escape(label)}: {prof.node_ms[node]:.3f} ms"
-            for label, prof in panel.profiles.items()
-            if node in prof.node_ms
-        ]
-        return "; ".join(times) or "no runtime timed it on its own (fused into a neighbour, or not run)"
-
-    def _select_in_targets(self, panel: Any, node: str) -> str:
-        if panel.view.selected != node:
-            panel.view.select(node)
-        if panel.report is None:
-            return "<i>not checked</i>"
-        parts = []
-        for target, partitioning in panel.report.partitionings.items():
-            support = partitioning.support.get(node)
-            if support is None:
-                continue
-            if support.supported:
-                parts.append(f"{html.escape(target)}: {html.escape(partitioning.device)}")
-            else:
-                why = "; ".join(str(r) for r in support.blocking[:2])
-                where = partitioning.fallback or "nowhere"
-                parts.append(f"{html.escape(target)}: <b>{html.escape(where)}</b> ({html.escape(why)})")
-        return "; ".join(parts)
 
     # -- events --------------------------------------------------------------------------------
 
