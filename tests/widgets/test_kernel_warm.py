@@ -31,7 +31,7 @@ _STATE = textwrap.dedent(
         "warmed": warm is not None and warm._THREAD is not None and warm.failure is None,
         "graph_view": "widgets.graph_view" in sys.modules,
         "bundle": bundle is not None and bool(bundle._BUNDLES),
-        "worker": worker is not None and bool(worker._PRESTARTED),
+        "worker": worker is not None and bool(worker.pool._PRESTARTED),
         "steps": [step for step, _ in warm.steps] if warm is not None else [],
     }))
     """

@@ -636,7 +636,7 @@ def test_a_worker_whose_start_up_import_of_the_script_starts_a_worker_exits_and_
     """Where the parent cannot tell (here: told it cannot), the worker, still starting, finds the script
     it imports again starting a worker: it exits there, and the parent raises the same typed error at
     once (no hang, no second load)."""
-    patch = "worker._unguarded_main_line = lambda: None"
+    patch = "from explorer.isolation.worker import main_guard\nmain_guard._unguarded_main_line = lambda: None"
     started = time.monotonic()
     done, side_effects = run_script(tmp_path, "file", patch=patch)
     assert done.returncode == 1 and time.monotonic() - started < 60, done.stderr[-3000:]
