@@ -128,6 +128,25 @@ def test_every_module_and_name_the_docs_write_out_exists() -> None:
     assert not missing, "the docs name what is not there (moved or renamed?):\n" + "\n".join(missing)
 
 
+PACKAGE_PATH = re.compile(
+    r"(?<![\w./-])((?:core|onnx_adapter|lower|runtimes|targets|overlays|passes|views|isolation|cli|zoo)"
+    r"/[\w/]*\w\.py)\b"
+)
+"""A module written relative to ``explorer/`` (``lower/tvm/relax_build.py``), as the package map does."""
+
+
+def test_every_module_written_relative_to_the_package_exists() -> None:
+    missing = sorted(
+        {
+            f"{where}: {path}"
+            for where, text in _doc_texts()
+            for path in PACKAGE_PATH.findall(text)
+            if "NAME" not in path and not (ROOT / "explorer" / path).exists()
+        }
+    )
+    assert not missing, "the docs name modules that are not there:\n" + "\n".join(missing)
+
+
 def test_every_file_the_docs_write_out_exists() -> None:
     missing = sorted(
         {
