@@ -16,16 +16,11 @@ True
 from __future__ import annotations
 
 from explorer.lower.import_fix import lower_with_fixes
+from explorer.lower.rewrites import FIX, REWRITE_FIXES, ImportFailure
 from explorer.lower.timeline import LoweringTimeline
 from explorer.lower.tvm.relax_adapter import relax_graph
 from explorer.lower.tvm.relax_build import RelaxBuild, relax_build
-from explorer.lower.tvm.relax_import import (
-    FIX,
-    REWRITE_FIXES,
-    ImportFailure,
-    RelaxImport,
-    relax_import,
-)
+from explorer.lower.tvm.relax_import import RelaxImport, relax_import
 from explorer.lower.tvm.relax_pipeline import (
     PIPELINES,
     ZERO_PIPELINE,

@@ -6,7 +6,7 @@ computations become constants). ``fix`` applies what the failure offers and trie
 when TVM's importer fails, every fix its retry offers (:meth:`RelaxImport.fixed
 <explorer.lower.tvm.relax_import.RelaxImport.fixed>`: rewrites into standard ONNX, then fixed
 shapes and onnxsim); when a lowering pass fails on a tensor whose shape it does not know
-(a :class:`~explorer.core.errors.LoweringError` whose fix is :data:`~explorer.lower.tvm.relax_import.FIX`),
+(a :class:`~explorer.core.errors.LoweringError` whose fix is :data:`~explorer.lower.rewrites.FIX`),
 fixed shapes and onnxsim; when a compiler fails at ONNX nodes a rewrite into standard ONNX
 removes (IREE's lowering has no Loop and no com.microsoft ops: :func:`lowering_rewrite`), that
 rewrite; and whatever else failed, in the import or a compiler (IREE's crashes included), fixed
@@ -33,11 +33,12 @@ import onnx
 
 from explorer.core.errors import ExplorerError, LoweringError
 from explorer.core.graph import ModelGraph
-from explorer.lower.iree.iree_compile import NO_CONVERSION, UNTYPED
-from explorer.lower.tvm.relax_import import (
+from explorer.lower.rewrites import (
     FIX,
+    NO_CONVERSION,
     REWRITE_FIXES,
     REWRITE_PARAMETERS,
+    UNTYPED,
     ImportFailure,
     fix_graph,
     rewrite_fix,
@@ -110,7 +111,7 @@ def foldable_nodes(graph: ModelGraph) -> list[onnx.NodeProto]:
 
 
 def offer_simplify(graph: ModelGraph, err: LoweringError) -> LoweringError:
-    """``err`` offering :data:`~explorer.lower.tvm.relax_import.FIX` (fixed shapes, onnxsim: ``--simplify``)
+    """``err`` offering :data:`~explorer.lower.rewrites.FIX` (fixed shapes, onnxsim: ``--simplify``)
     when onnxsim would take away what the compiler failed at: the ONNX nodes it names are computed ahead of
     time (:func:`foldable_nodes`), or, where it names none (a compiler's crash), the graph has nodes that
     are; the message says which. A failure with a fix of its own (another opset) keeps it.
@@ -145,7 +146,7 @@ def offer_simplify(graph: ModelGraph, err: LoweringError) -> LoweringError:
 
 def lowering_rewrite(graph: ModelGraph, err: LoweringError) -> tuple[str, tuple] | None:
     """The rewrite into standard ONNX that removes the ONNX nodes a compiler failed at, in words and
-    as a pipeline (:func:`~explorer.lower.tvm.relax_import.rewrite_fix`); None when none does.
+    as a pipeline (:func:`~explorer.lower.rewrites.rewrite_fix`); None when none does.
 
     Examples
     --------
@@ -172,12 +173,12 @@ def lowering_rewrite(graph: ModelGraph, err: LoweringError) -> tuple[str, tuple]
 
 
 def _pass_names(rewrite: tuple[str, tuple] | None) -> list[str]:
-    """The pass names of a rewrite's pipeline (:func:`~explorer.lower.tvm.relax_import.rewrite_fix`)."""
+    """The pass names of a rewrite's pipeline (:func:`~explorer.lower.rewrites.rewrite_fix`)."""
     return [item if isinstance(item, str) else item[0] for item in rewrite[1]] if rewrite else []
 
 
 def _rewritable_nodes(graph: ModelGraph) -> list[tuple[ImportFailure, set[str]]]:
-    """Every op node a rewrite of :data:`~explorer.lower.tvm.relax_import.REWRITE_FIXES` removes, with the
+    """Every op node a rewrite of :data:`~explorer.lower.rewrites.REWRITE_FIXES` removes, with the
     passes that do (asked once per op type and domain)."""
     nodes = graph.nx.nodes
     asked: dict[tuple[str, str], set[str]] = {}

@@ -8,7 +8,7 @@ on ``BlockBuilder.call_te`` keeps what the last legalization was computing) and 
 exception into a :class:`~explorer.core.errors.LoweringError` that names the pass, the binding
 (the call being legalized, else the first tensor of unknown shape), the ONNX nodes it came
 from (the import's ``origin`` of each binding) and, when a shape is unknown, the fix:
-:data:`~explorer.lower.tvm.relax_import.FIX` (fixed input shapes and onnxsim, which turn the
+:data:`~explorer.lower.rewrites.FIX` (fixed input shapes and onnxsim, which turn the
 shape computations into constants). It crosses the worker's pipe typed; :func:`located`
 puts the model's source in it on the parent's side.
 
@@ -183,9 +183,7 @@ class PassWatch:
         >>> PassWatch().error(ValueError("no"), pass_name="FuseOps").pass_name
         'FuseOps'
         """
-        from explorer.lower.tvm.relax_import import (
-            FIX,  # the notebook's side: the worker loads it only on failure
-        )
+        from explorer.lower.rewrites import FIX  # the notebook's side: the worker loads it only on failure
 
         seen_name, seen_mod = self.failed_pass()
         name = pass_name or seen_name or "(unknown pass)"

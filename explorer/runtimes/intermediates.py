@@ -189,7 +189,8 @@ def compare_intermediates(
     >>> [(t.node, t.agrees) for t in result.tensors][:2]  # doctest: +SKIP
     [('/Flatten', True), ('/fc1/Gemm', True)]
     """
-    from explorer.lower.tvm.relax_import import failed_import, shape_dict
+    from explorer.lower.rewrites import shape_dict
+    from explorer.lower.tvm.relax_import import failed_import
     from explorer.lower.tvm.relax_intermediates import run_relax_intermediates
     from explorer.lower.tvm.relax_pipeline import RelaxImportFailed
 

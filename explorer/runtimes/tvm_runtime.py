@@ -254,7 +254,8 @@ class TvmRuntime:
         >>> TvmRuntime().prepare(load("zoo:mlp"), {"input": [1, 1, 28, 28]}).info["compile_s"] > 0
         True
         """
-        from explorer.lower.tvm.relax_import import failed_import, shape_dict
+        from explorer.lower.rewrites import shape_dict
+        from explorer.lower.tvm.relax_import import failed_import
         from explorer.lower.tvm.relax_pipeline import RelaxImportFailed
         from explorer.onnx_adapter.inputs import concrete_input_shapes
 

@@ -52,14 +52,13 @@ from explorer.lower.iree.iree_parameters import (
     uses_parameters,
     write_parameter_archive,
 )
+from explorer.lower.rewrites import NO_CONVERSION, UNTYPED
 
 __all__ = [
     "PHASES",
     "TARGETS",
     "IMPORT_OPSET",
     "CPU_FLAGS",
-    "UNTYPED",
-    "NO_CONVERSION",
     "ELIDE_FLAGS",
     "target_flags",
     "import_onnx",
@@ -99,13 +98,6 @@ CPU_FLAGS = ("--iree-opt-data-tiling", "--iree-global-opt-use-im2col-for-convs=t
 """What the runtime compiles with on a CPU beyond ``iree-compile``'s defaults: data tiling (packed
 operands for matmuls) and convolutions as im2col + matmul. On 2 cores here ResNet-18 ran 86 -> 38 ms
 and MobileNetV2 27 -> 16 ms with them (docs/performance.md); the lowering view keeps the defaults."""
-
-UNTYPED = "ONNX shape inference gave its output no type"
-"""What a failure says when the op IREE could not lower has an output of no type."""
-
-NO_CONVERSION = "IREE's ONNX lowering has no conversion for this op (at this opset or with these attributes)"
-"""The ``fix`` of a failure at a typed op IREE's ONNX lowering cannot convert: why, not a fix to apply
-(:func:`explorer.lower.import_fix.offer_simplify` offers onnxsim where it computes the op ahead of time)."""
 
 IMPORT_OPSET = 17
 """Models of an older opset are converted to this one before import (IREE legalizes more at 17)."""
@@ -476,7 +468,7 @@ def _compile_error(diagnostics: str, code: int, phases_done: list[str]) -> Lower
     fix = None
     if "failed to legalize operation 'torch.operator'" in message:
         if len(current) == 2 and "-> !torch.none" in current[1].split("\n", 1)[0]:
-            from explorer.lower.tvm.relax_import import FIX
+            from explorer.lower.rewrites import FIX
 
             message += f" ({UNTYPED}, and IREE lowers only typed ops)"
             fix = FIX

@@ -36,8 +36,8 @@ from explorer.lower.iree.iree_compile import CPU_FLAGS, TARGETS, lower_iree
 from explorer.lower.iree.mlir_adapter import mlir_graph
 from explorer.lower.iree.mlir_graph_data import dialects_in_text
 from explorer.lower.pass_failures import located
+from explorer.lower.rewrites import shape_dict
 from explorer.lower.timeline import LoweringTimeline
-from explorer.lower.tvm.relax_import import shape_dict
 from explorer.onnx_adapter.adapter import onnx_model
 from explorer.onnx_adapter.model_files import worker_source
 

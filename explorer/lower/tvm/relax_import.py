@@ -6,9 +6,9 @@ node whose operator the importer lacks, or the node it stopped at and the import
 words; and it names the fix a learner should know. For a node the importer stopped at: fix
 the input shapes and run onnxsim first (a Reshape whose shape is computed at run time,
 common in Paddle and TF exports, then becomes a constant). For operators it lacks, the
-rewrites into standard ONNX that remove them (:data:`REWRITE_FIXES`): inline model-local
-functions, write com.microsoft contrib ops in standard ONNX, unroll loops with a constant
-trip count. :meth:`RelaxImport.retry` is that fix in one call.
+rewrites into standard ONNX that remove them
+(:data:`~explorer.lower.rewrites.REWRITE_FIXES`): inline model-local functions, write
+com.microsoft contrib ops in standard ONNX, unroll loops with a constant trip count. :meth:`RelaxImport.retry` is that fix in one call.
 
 Examples
 --------
@@ -28,67 +28,16 @@ from typing import TYPE_CHECKING, Any
 from explorer.core.graph import ModelGraph
 from explorer.core.node_ids import INPUT_PREFIX
 from explorer.isolation import worker
+from explorer.lower.rewrites import FIX, ImportFailure, fix_graph, rewrite_fix, shape_dict
 from explorer.lower.tvm.relax_adapter import relax_graph
 from explorer.lower.tvm.relax_frontend import import_relax
 from explorer.onnx_adapter.adapter import has_onnx_model, onnx_model
 from explorer.onnx_adapter.model_files import worker_source
-from explorer.passes.contrib_quantized import PRIMITIVE
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = [
-    "ImportFailure",
-    "RelaxImport",
-    "relax_import",
-    "fix_graph",
-    "failed_import",
-    "shape_dict",
-    "rewrite_fix",
-    "FIX",
-    "REWRITE_FIXES",
-    "REWRITE_PARAMETERS",
-]
-
-FIX = "fix the input shapes and run onnxsim first"
-"""The fix offered when the importer stopped at a node it has a converter for."""
-
-REWRITE_FIXES: dict[str, str] = {
-    "onnxscript:inline": "inline the model-local functions",
-    "explorer:decompose_contrib": "write the com.microsoft contrib ops in standard ONNX",
-    "explorer:unroll_loops": "unroll the loops with a constant trip count",
-}
-"""The passes that remove operators the importer lacks, in the order the fix runs them, and what each does."""
-
-REWRITE_PARAMETERS: dict[str, dict[str, Any]] = {
-    "explorer:decompose_contrib": {"quantized": PRIMITIVE},
-}
-"""Parameters of a fix's rewrite: the form the compilers import. TVM 0.27 and IREE 3.13 take no uint4
-initializer or blocked DequantizeLinear, so quantised weights are written as bytes + Cast/Sub/Mul
-(:data:`explorer.passes.contrib_quantized.PRIMITIVE`)."""
-
-
-@dataclass(frozen=True)
-class ImportFailure:
-    """One ONNX node the importer could not convert.
-
-    Attributes
-    ----------
-    node : str
-        The ONNX node's id in the graph (its name), or ``""`` when the importer did not say.
-    op_type : str
-        Its operator.
-    reason : str
-        Why, in the importer's words where it gave some.
-    """
-
-    node: str
-    op_type: str
-    reason: str
-
-    def to_dict(self) -> dict[str, str]:
-        """``{"node", "op_type", "reason"}``."""
-        return {"node": self.node, "op_type": self.op_type, "reason": self.reason}
+__all__ = ["RelaxImport", "relax_import", "failed_import"]
 
 
 @dataclass(frozen=True)
@@ -106,9 +55,9 @@ class RelaxImport:
     failures : tuple of ImportFailure
         The ONNX nodes that failed, when it did not.
     fix : str or None
-        What to do about it, which :meth:`retry` does: :data:`FIX` when the importer stopped at
-        a node it has a converter for; the rewrites of :data:`REWRITE_FIXES` that remove every
-        operator it lacks; None when some operator has no converter and no rewrite removes it
+        What to do about it, which :meth:`retry` does: :data:`~explorer.lower.rewrites.FIX` when
+        the importer stopped at a node it has a converter for; the rewrites of
+        :data:`~explorer.lower.rewrites.REWRITE_FIXES` that remove every operator it lacks; None when some operator has no converter and no rewrite removes it
         (the node has to be replaced by hand, or the model run elsewhere).
     elapsed : float
         Seconds the import took in the worker.
@@ -119,7 +68,7 @@ class RelaxImport:
     fix_pipeline : tuple
         The passes :meth:`retry` runs before importing again (pipeline items of
         :func:`explorer.core.timeline.run_pipeline`): ``("onnxsim",)`` with fixed shapes for
-        :data:`FIX`, else the rewrites.
+        :data:`~explorer.lower.rewrites.FIX`, else the rewrites.
     applied : tuple of str
         The fixes applied to get here (by :meth:`retry` / :meth:`fixed`), first first.
     """
@@ -138,8 +87,8 @@ class RelaxImport:
     def retry(self, input_shapes: Mapping[str, Sequence[int]] | None = None) -> RelaxImport:
         """Apply the fix and import again.
 
-        For :data:`FIX`: fix the input shapes (``input_shapes``, or the shapes given before,
-        or 1 for batch-like dimensions and 32 for others) and run onnxsim first. For rewrites:
+        For :data:`~explorer.lower.rewrites.FIX`: fix the input shapes (``input_shapes``, or the
+        shapes given before, or 1 for batch-like dimensions and 32 for others) and run onnxsim first. For rewrites:
         run them (``input_shapes`` or the shapes given before stay as they are). The new
         result's ``source`` is the rewritten ONNX graph, which the Relax nodes' origins name.
 
@@ -218,55 +167,6 @@ class RelaxImport:
         return pd.DataFrame([f.to_dict() for f in self.failures], columns=["node", "op_type", "reason"])
 
 
-def fix_graph(
-    graph: ModelGraph,
-    pipeline: Sequence[Any],
-    input_shapes: Mapping[str, Sequence[int]] | None = None,
-    *,
-    fixed_shapes: bool = False,
-) -> tuple[ModelGraph, dict[str, list[int]] | None]:
-    """Run a fix's passes on ``graph`` before an import: the rewritten graph and the shapes to import it with.
-
-    ``fixed_shapes``: every input gets a static shape first (``input_shapes``, else 1 for
-    batch-like dimensions and 32 for others), what :data:`FIX` does with ``("onnxsim",)``.
-
-    Raises
-    ------
-    ExplorerError
-        A pass of the fix failed (the message says which and why).
-
-    Examples
-    --------
-    >>> from explorer import load
-    >>> graph, shapes = fix_graph(load("zoo:mlp"), ("onnxsim",), fixed_shapes=True)
-    >>> shapes, graph.source.startswith("zoo:mlp")
-    ({'input': [1, 1, 28, 28]}, True)
-    """
-    from explorer.core.errors import ExplorerError
-    from explorer.onnx_adapter.inputs import concrete_input_shapes
-    from explorer.passes.pipeline import run_pipeline
-
-    shapes = shape_dict(input_shapes)
-    if fixed_shapes:
-        shapes = concrete_input_shapes(graph.model, shapes)
-    timeline = run_pipeline(graph, list(pipeline), input_shapes=shapes, verify=False)
-    failed = next((snap for snap in timeline if snap.error), None)
-    if failed is not None:
-        raise ExplorerError(f"{graph.source}: {failed.name} failed before the import: {failed.error}")
-    return timeline[-1].graph, shapes
-
-
-def shape_dict(input_shapes: Mapping[str, Sequence[int]] | None) -> dict[str, list[int]] | None:
-    """Input shapes as the importer's ``shape_dict`` takes them (plain ints), or None.
-
-    Examples
-    --------
-    >>> shape_dict({"x": (1, 3)}), shape_dict(None)
-    ({'x': [1, 3]}, None)
-    """
-    return {k: [int(d) for d in v] for k, v in input_shapes.items()} if input_shapes else None
-
-
 def failed_import(out: Mapping[str, Any], graph: ModelGraph, shapes: Mapping[str, Any] | None) -> RelaxImport:
     """The :class:`RelaxImport` of a failed import, from what the worker said (``import_relax``).
 
@@ -293,48 +193,6 @@ def failed_import(out: Mapping[str, Any], graph: ModelGraph, shapes: Mapping[str
         rewrite = rewrite_fix(graph, failures)
         fix, pipeline = rewrite if rewrite is not None else (None, ())
     return RelaxImport(False, None, "", failures, fix, 0.0, graph, dict(shapes) if shapes else None, pipeline)
-
-
-def rewrite_fix(graph: ModelGraph, failures: Sequence[ImportFailure]) -> tuple[str, tuple[Any, ...]] | None:
-    """The rewrites that remove every operator the importer lacks, in words and as a pipeline; or None.
-
-    Model-local functions are inlined (``onnxscript:inline``), decomposable com.microsoft
-    ops written in standard ONNX (``explorer:decompose_contrib``, only those ops), loops
-    unrolled (``explorer:unroll_loops``); None when some failed operator is none of these.
-
-    Examples
-    --------
-    >>> from explorer import load
-    >>> graph = load("zoo:custom_domain")
-    >>> rewrite_fix(graph, [ImportFailure("/act/Swish", "Swish", "")])
-    ('inline the model-local functions (onnxscript:inline)', ('onnxscript:inline',))
-    >>> rewrite_fix(graph, [ImportFailure("", "Celu", "")]) is None
-    True
-    """
-    from explorer.passes.contrib_decompositions import is_decomposable
-
-    model = graph.model
-    nodes = {node.name: node for node in model.graph.node} if model is not None else {}
-    local = {f.domain for f in model.functions} if model is not None else set()
-    needed: dict[str, set[str]] = {}
-    for failure in failures:
-        node = nodes.get(failure.node)
-        domain = node.domain if node is not None else ""
-        if domain in local:
-            needed.setdefault("onnxscript:inline", set())
-        elif is_decomposable(domain, failure.op_type):
-            needed.setdefault("explorer:decompose_contrib", set()).add(failure.op_type)
-        elif failure.op_type == "Loop" and domain in ("", "ai.onnx"):
-            needed.setdefault("explorer:unroll_loops", set())
-        else:
-            return None
-    pipeline = tuple(
-        (name, {"ops": sorted(needed[name]), **REWRITE_PARAMETERS.get(name, {})}) if needed[name] else name
-        for name in REWRITE_FIXES
-        if name in needed
-    )
-    words = ", then ".join(f"{REWRITE_FIXES[name]} ({name})" for name in REWRITE_FIXES if name in needed)
-    return words, pipeline
 
 
 def relax_import(

@@ -35,9 +35,10 @@ from explorer.core.timeline import Snapshot, SnapshotAnnotator, StepObserver, St
 from explorer.isolation import worker
 from explorer.isolation.worker import ProgressEvent
 from explorer.lower.pass_failures import located
+from explorer.lower.rewrites import shape_dict
 from explorer.lower.tvm.relax_adapter import relax_graph
 from explorer.lower.tvm.relax_graph_data import ALLOC_TENSOR
-from explorer.lower.tvm.relax_import import RelaxImport, failed_import, shape_dict
+from explorer.lower.tvm.relax_import import RelaxImport, failed_import
 from explorer.lower.tvm.relax_passes import (
     PIPELINES,
     ZERO_PIPELINE,
