@@ -8,7 +8,8 @@ the input shapes and run onnxsim first (a Reshape whose shape is computed at run
 common in Paddle and TF exports, then becomes a constant). For operators it lacks, the
 rewrites into standard ONNX that remove them
 (:data:`~explorer.lower.rewrites.REWRITE_FIXES`): inline model-local functions, write
-com.microsoft contrib ops in standard ONNX, unroll loops with a constant trip count. :meth:`RelaxImport.retry` is that fix in one call.
+com.microsoft contrib ops in standard ONNX, unroll loops with a constant trip count.
+:meth:`RelaxImport.retry` is that fix in one call.
 
 Examples
 --------
@@ -57,8 +58,8 @@ class RelaxImport:
     fix : str or None
         What to do about it, which :meth:`retry` does: :data:`~explorer.lower.rewrites.FIX` when
         the importer stopped at a node it has a converter for; the rewrites of
-        :data:`~explorer.lower.rewrites.REWRITE_FIXES` that remove every operator it lacks; None when some operator has no converter and no rewrite removes it
-        (the node has to be replaced by hand, or the model run elsewhere).
+        :data:`~explorer.lower.rewrites.REWRITE_FIXES` that remove every operator it lacks; None
+        when some operator has no converter and no rewrite removes it (the node has to be replaced by hand, or the model run elsewhere).
     elapsed : float
         Seconds the import took in the worker.
     source : ModelGraph
@@ -88,8 +89,8 @@ class RelaxImport:
         """Apply the fix and import again.
 
         For :data:`~explorer.lower.rewrites.FIX`: fix the input shapes (``input_shapes``, or the
-        shapes given before, or 1 for batch-like dimensions and 32 for others) and run onnxsim first. For rewrites:
-        run them (``input_shapes`` or the shapes given before stay as they are). The new
+        shapes given before, or 1 for batch-like dimensions and 32 for others) and run onnxsim
+        first. For rewrites: run them (``input_shapes`` or the shapes given before stay as they are). The new
         result's ``source`` is the rewritten ONNX graph, which the Relax nodes' origins name.
 
         Raises
