@@ -59,7 +59,8 @@ class RelaxImport:
         What to do about it, which :meth:`retry` does: :data:`~explorer.lower.rewrites.FIX` when
         the importer stopped at a node it has a converter for; the rewrites of
         :data:`~explorer.lower.rewrites.REWRITE_FIXES` that remove every operator it lacks; None
-        when some operator has no converter and no rewrite removes it (the node has to be replaced by hand, or the model run elsewhere).
+        when some operator has no converter and no rewrite removes it (the node has to be
+        replaced by hand, or the model run elsewhere).
     elapsed : float
         Seconds the import took in the worker.
     source : ModelGraph
