@@ -91,7 +91,7 @@ class ModelGraph:
         :func:`explorer.onnx_adapter.weights.tensor_array` reads them on demand.
     lazy_file : FileStamp or None
         The model file whose own bytes hold the large tensors :func:`explorer.load` left
-        there (:func:`explorer.onnx_adapter.weights.read_model_lazily`: they read as external data
+        there (:func:`explorer.onnx_adapter.model_wire.read_model_lazily`: they read as external data
         pointing into it, resolved in ``weights_dir``), as it was when loaded; ``None``
         when every weight is in memory or in external files.
 

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import onnx
 
 from explorer.core.summary import llm_lines
-from explorer.core.tensors import dtype_name, shape_bytes, shape_from_type
+from explorer.onnx_adapter.tensor_protos import dtype_name, shape_bytes, shape_from_type
 
 if TYPE_CHECKING:
     import pandas as pd

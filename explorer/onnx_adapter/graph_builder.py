@@ -35,7 +35,7 @@ from explorer.core.graph import ModelGraph
 from explorer.core.graph_schema import edge_data, node_data
 from explorer.core.node_ids import INPUT_PREFIX, OUTER_PREFIX, OUTPUT_PREFIX
 from explorer.core.scopes import node_scope
-from explorer.core.tensors import Shape, TensorInfo, dtype_name, shape_bytes, shape_from_type, tensor_info
+from explorer.core.tensors import Shape, TensorInfo
 from explorer.onnx_adapter.adapter import ONNX, onnx_model
 from explorer.onnx_adapter.protos import (
     GraphPath,
@@ -45,6 +45,7 @@ from explorer.onnx_adapter.protos import (
     iter_graphs,
     subgraph_attrs,
 )
+from explorer.onnx_adapter.tensor_protos import dtype_name, shape_bytes, shape_from_type, tensor_info
 
 __all__ = ["TypeTable", "apply_types", "build_graph", "onnx_node_ids"]
 

@@ -22,14 +22,8 @@ import onnx
 from onnx import ModelProto
 
 from explorer.core.errors import ModelLoadError, UsageError
-from explorer.core.tensors import (
-    dim_from_proto,
-    dtype_name,
-    format_bytes,
-    format_shape,
-    shape_bytes,
-    shape_from_type,
-)
+from explorer.core.tensors import format_bytes, format_shape
+from explorer.onnx_adapter.tensor_protos import dim_from_proto, dtype_name, shape_bytes, shape_from_type
 
 __all__ = ["check_input_shapes", "fix_input_shapes", "parse_input_shape", "parse_input_shapes"]
 

@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 import onnx
 
-from explorer.core.tensors import shape_from_type
 from explorer.onnx_adapter.decoder import DecoderSpec, decoder_spec, decoder_symbols, evaluate_dim
+from explorer.onnx_adapter.tensor_protos import shape_from_type
 
 __all__ = [
     "symbolic_dim_default",

@@ -39,6 +39,7 @@ from explorer.core.errors import (
 from explorer.core.tensors import PROTOBUF_LIMIT, format_bytes
 from explorer.isolation.io import check_model_file, open_model_file
 from explorer.onnx_adapter.input_shapes import fix_input_shapes
+from explorer.onnx_adapter.model_wire import in_model_file, read_model_lazily
 from explorer.onnx_adapter.shape_inference import BackgroundInference, infer_types, infer_types_isolated
 from explorer.onnx_adapter.weights import (
     LAZY_EXTERNAL_BYTES,
@@ -48,8 +49,6 @@ from explorer.onnx_adapter.weights import (
     check_external_data,
     check_stored_sizes,
     external_tensors,
-    in_model_file,
-    read_model_lazily,
     read_span,
 )
 
@@ -243,7 +242,7 @@ def read_model(
     """Read a model from any supported source into a private ``ModelProto``.
 
     External data is *not* loaded here. With ``weights_in_file``, the large tensors of a
-    model file stay in the file (:func:`explorer.onnx_adapter.weights.read_model_lazily`): they read
+    model file stay in the file (:func:`explorer.onnx_adapter.model_wire.read_model_lazily`): they read
     as external data pointing into it, so this process holds the model's structure only.
 
     Returns

@@ -93,7 +93,7 @@ def worker_source(graph: ModelGraph) -> str | Any:
     A graph loaded from a file (without ``input_shapes``) or from a pass's output
     file gives that path, so nothing is serialized again. A graph whose large
     weights stay in files (external files, or the model file itself:
-    :func:`explorer.onnx_adapter.weights.read_model_lazily`) but whose model differs from any
+    :func:`explorer.onnx_adapter.model_wire.read_model_lazily`) but whose model differs from any
     file (its input shapes were fixed) is written once into a private folder
     beside copies of those files (:func:`stage_variant`), and that
     file is remembered. Otherwise the ``ModelProto`` itself (the worker stages it).

@@ -20,7 +20,8 @@ from typing import Any
 import onnx
 from onnx import AttributeProto, GraphProto, NodeProto, TensorProto
 
-from explorer.core.tensors import Shape, shape_from_type
+from explorer.core.tensors import Shape
+from explorer.onnx_adapter.tensor_protos import shape_from_type
 
 __all__ = [
     "GraphPath",

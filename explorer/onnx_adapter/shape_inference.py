@@ -21,20 +21,14 @@ from typing import Any
 import onnx
 from onnx import ModelProto
 
-from explorer.core.tensors import (
-    PROTOBUF_LIMIT,
-    Shape,
-    dim_from_proto,
-    format_shape,
-    over_protobuf_limit,
-    shape_from_type,
-)
+from explorer.core.tensors import PROTOBUF_LIMIT, Shape, format_shape, over_protobuf_limit
 from explorer.onnx_adapter.input_shapes import fix_input_shapes
+from explorer.onnx_adapter.model_wire import read_model_lazily
 from explorer.onnx_adapter.protos import GraphPath, has_schema, iter_graph_paths, iter_graphs
+from explorer.onnx_adapter.tensor_protos import dim_from_proto, shape_from_type
 from explorer.onnx_adapter.weights import (
     STRIP_KEEP_BYTES,
     has_strippable_tensors,
-    read_model_lazily,
     stripped_copy,
 )
 
@@ -202,7 +196,7 @@ def declaration_conflicts(model: ModelProto) -> list[str]:
 
 
 def _sized_dynamic(dim: onnx.TensorShapeProto.Dimension) -> bool:
-    """A ``dim_value`` that :func:`~explorer.core.tensors.dim_from_proto` reads as dynamic (-1)."""
+    """A ``dim_value`` that :func:`~explorer.onnx_adapter.tensor_protos.dim_from_proto` reads as dynamic."""
     return dim.WhichOneof("value") == "dim_value" and dim_from_proto(dim) is None
 
 

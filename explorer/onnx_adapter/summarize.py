@@ -20,11 +20,11 @@ from onnx import GraphProto
 from explorer.core.errors import UsageError
 from explorer.core.node_ids import INPUT_PREFIX, OUTPUT_PREFIX
 from explorer.core.summary import STANDARD_DOMAINS, ModelSummary, TensorSpec, dynamic_dims
-from explorer.core.tensors import dtype_name, shape_bytes, shape_from_type
 from explorer.onnx_adapter.decoder import decoder_spec
+from explorer.onnx_adapter.model_wire import in_model_file
 from explorer.onnx_adapter.ort_registry import ort_ops
 from explorer.onnx_adapter.protos import constant_tensor, has_schema, iter_graphs
-from explorer.onnx_adapter.weights import in_model_file
+from explorer.onnx_adapter.tensor_protos import dtype_name, shape_bytes, shape_from_type
 
 if TYPE_CHECKING:
     from explorer.core.graph import ModelGraph

@@ -351,8 +351,8 @@ def _fixed_shapes(
     names, else 32; one size per symbol; a decoder's call consistent), so the verification's
     random inputs fit the fixed model.
     """
-    from explorer.core.tensors import shape_from_type
     from explorer.onnx_adapter.inputs import concrete_input_shapes
+    from explorer.onnx_adapter.tensor_protos import shape_from_type
 
     concrete = concrete_input_shapes(model, given)
     shapes: dict[str, list[int]] = {k: list(v) for k, v in (given or {}).items()}

@@ -217,7 +217,7 @@ def _same_graph(step_diff: GraphDiff) -> bool:
 
 def _io_types(graph: ModelGraph) -> tuple:
     """The declared types of the graph inputs and outputs (a pass fixing input shapes changes only these)."""
-    from explorer.core.tensors import shape_from_type
+    from explorer.onnx_adapter.tensor_protos import shape_from_type
 
     main = graph.model.graph
     return tuple((v.name, shape_from_type(v.type)) for v in (*main.input, *main.output))

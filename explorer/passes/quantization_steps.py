@@ -34,8 +34,8 @@ import numpy as np
 import onnx
 
 from explorer.core.errors import UsageError
-from explorer.core.tensors import shape_from_type
 from explorer.onnx_adapter.files import save_model
+from explorer.onnx_adapter.tensor_protos import shape_from_type
 
 __all__ = [
     "fix_shapes_step",

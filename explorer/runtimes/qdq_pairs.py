@@ -35,9 +35,9 @@ import onnx
 from onnx import ModelProto, numpy_helper
 
 from explorer.core.errors import ExplorerError, RuntimeUnsupportedError, UsageError
-from explorer.core.tensors import shape_from_type
 from explorer.onnx_adapter.inputs import concrete_input_shapes, random_feeds
 from explorer.onnx_adapter.model_files import new_model_dir, own_folder, worker_source
+from explorer.onnx_adapter.tensor_protos import shape_from_type
 from explorer.onnx_adapter.weights import external_tensors, tensor_array
 
 if TYPE_CHECKING:

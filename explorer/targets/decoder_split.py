@@ -35,9 +35,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from explorer.core.errors import UsageError
-from explorer.core.tensors import shape_from_type
 from explorer.onnx_adapter.decoder import DecoderSpec, decoder_spec
 from explorer.onnx_adapter.inputs import input_shape, symbol_sizes
+from explorer.onnx_adapter.tensor_protos import shape_from_type
 
 if TYPE_CHECKING:
     import onnx

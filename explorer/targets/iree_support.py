@@ -349,7 +349,7 @@ def one_node_model(
     """
     from onnx import helper
 
-    from explorer.core.tensors import dtype_from_name
+    from explorer.onnx_adapter.tensor_protos import dtype_from_name
 
     model = single_node_model(graph, facts, node)
     known = {t.name: t for t in facts.outputs if t is not None and t.dtype and t.kind == "tensor"}

@@ -202,8 +202,8 @@ def _refuse_string_inputs(graph: ModelGraph, target: str) -> None:
     from onnx import TensorProto
 
     from explorer.core.errors import UsageError
-    from explorer.core.tensors import dtype_name
     from explorer.onnx_adapter.protos import string_inputs
+    from explorer.onnx_adapter.tensor_protos import dtype_name
 
     strings = string_inputs(graph.model)
     if strings:

@@ -695,7 +695,7 @@ def _value_info(entry: Mapping[str, Any], inferred: Mapping[str, Any]) -> Any:
     """A graph input or output of a piece: its type from the plan, else from shape inference."""
     import onnx
 
-    from explorer.core.tensors import dtype_from_name
+    from explorer.onnx_adapter.tensor_protos import dtype_from_name
 
     elem = dtype_from_name(entry["dtype"]) if entry.get("dtype") else onnx.TensorProto.UNDEFINED
     if elem == onnx.TensorProto.UNDEFINED and entry["name"] in inferred:

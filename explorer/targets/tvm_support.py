@@ -111,7 +111,7 @@ def _value_info(name: str, dtype: str | None, shape: Any, unknown_dtype: bool = 
     left undefined (outputs, which the importer infers)."""
     from onnx import TensorProto, helper
 
-    from explorer.core.tensors import dtype_from_name
+    from explorer.onnx_adapter.tensor_protos import dtype_from_name
 
     unknown = TensorProto.UNDEFINED if unknown_dtype else TensorProto.FLOAT
     elem = dtype_from_name(dtype) if dtype else unknown

@@ -27,7 +27,8 @@ from explorer import load, zoo
 from explorer.core.diff import weight_digests
 from explorer.core.errors import ModelLoadError
 from explorer.onnx_adapter.model_files import worker_source
-from explorer.onnx_adapter.weights import external_tensors, in_model_file, stripped_copy, tensor_array
+from explorer.onnx_adapter.model_wire import in_model_file
+from explorer.onnx_adapter.weights import external_tensors, stripped_copy, tensor_array
 from explorer.runtimes import random_feeds, run_onnxruntime
 
 ROOT = Path(__file__).resolve().parents[3]

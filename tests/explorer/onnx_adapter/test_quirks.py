@@ -18,10 +18,11 @@ from onnx import TensorProto, helper
 
 from explorer import load
 from explorer.core.errors import ModelLoadError
-from explorer.core.tensors import format_shape, shape_from_type
+from explorer.core.tensors import format_shape
 from explorer.onnx_adapter.input_shapes import fix_input_shapes
 from explorer.onnx_adapter.inputs import random_feeds
 from explorer.onnx_adapter.shape_inference import _merge, inference_view
+from explorer.onnx_adapter.tensor_protos import shape_from_type
 from explorer.passes.native_steps import _fixed_shapes
 from explorer.passes.pipeline import run_pipeline
 from tests.explorer import quirk_models as qm

@@ -14,9 +14,9 @@ import pytest
 from explorer import load, zoo
 from explorer.core.compare import agreement
 from explorer.core.errors import InvalidModelError, OutputPathError, UsageError
-from explorer.core.tensors import dtype_from_name
 from explorer.onnx_adapter.inputs import random_feeds
 from explorer.onnx_adapter.ort_run import run_onnxruntime
+from explorer.onnx_adapter.tensor_protos import dtype_from_name
 from explorer.targets import get_target, partition
 from explorer.targets.split import (
     MANIFEST,
