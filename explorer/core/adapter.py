@@ -132,6 +132,30 @@ class GraphAdapter:
         """
         return None
 
+    def payload(self, **fields: Any) -> Any:
+        """What this IR keeps beside a graph model (its protos, its files), made from ``fields``.
+
+        The graph model alone keeps nothing: any field is refused (an IR with protos, the ONNX
+        adapter, overrides this).
+
+        Examples
+        --------
+        >>> NEUTRAL.payload() is None
+        True
+        >>> NEUTRAL.payload(model_path="m.onnx")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        explorer.core.errors.UsageError: a graph in IR 'graph' keeps no model_path: ...
+        """
+        given = sorted(name for name, value in fields.items() if value is not None and value != ())
+        if given:
+            from explorer.core.errors import UsageError
+
+            raise UsageError(
+                f"a graph in IR {self.ir!r} keeps no {', '.join(given)}: only ONNX graphs have files"
+            )
+        return None
+
     def __reduce__(self) -> str:
         return self._instance_name
 

@@ -19,9 +19,9 @@ Counter({'Relu': 1})
 
 from __future__ import annotations
 
+import copy
 from collections import Counter
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import networkx as nx
@@ -69,6 +69,11 @@ class ModelGraph:
     op_counts : collections.Counter
         Op type -> count over the IR's own node list (for ONNX the graph's node list,
         ``Constant`` nodes included though they are folded into weights).
+    payload : object or None
+        What the IR's adapter keeps beside the graph model (:meth:`GraphAdapter.payload
+        <explorer.core.adapter.GraphAdapter.payload>`): for ONNX an
+        :class:`~explorer.onnx_adapter.payload.OnnxPayload` with the protos and files below;
+        None for a graph of the graph model alone. The six attributes below read and write it.
     model : onnx.ModelProto or None
         The ONNX model (top-level ONNX graphs only). Never mutated; copy it before changing it.
     proto : onnx.GraphProto or None
@@ -117,11 +122,14 @@ class ModelGraph:
         name: str | None = None,
         op_counts: Mapping[str, int] | None = None,
         adapter: GraphAdapter = NEUTRAL,
+        payload: Any = None,
     ) -> None:
         self.nx = graph
-        self.proto = proto
-        self.model = model
         self.adapter = adapter
+        if payload is None and (proto is not None or model is not None):
+            payload = adapter.payload(proto=proto, model=model)
+        self.payload = payload
+        proto = self.proto
         self.ir = ir if ir is not None else adapter.ir
         if name is None:
             name = proto.name if proto is not None else str(graph.name or "")
@@ -138,11 +146,50 @@ class ModelGraph:
         self.source = source
         self.notes: list[str] = notes if notes is not None else []
         self.depth = depth
-        self.model_path: Path | None = None
-        self.weights_dir: Path | None = None
-        self.lazy_file: Any = None
-        self.graph_path: tuple[tuple[int, str], ...] = ()
         self._summary: ModelSummary | None = None
+
+    # -- the IR's payload (ONNX: protos and files), read and written through these -------------
+
+    def _payload_field(self, name: str, default: Any = None) -> Any:
+        return getattr(self.payload, name, default)
+
+    def _set_payload_field(self, name: str, value: Any) -> None:
+        if self.payload is None:
+            self.payload = self.adapter.payload(**{name: value})  # the neutral adapter refuses a value
+            if self.payload is None:
+                return
+        setattr(self.payload, name, value)
+
+    proto = property(
+        lambda self: self._payload_field("proto"),
+        lambda self, value: self._set_payload_field("proto", value),
+        doc="The ONNX graph this ModelGraph was built from (None for other IRs).",
+    )
+    model = property(
+        lambda self: self._payload_field("model"),
+        lambda self, value: self._set_payload_field("model", value),
+        doc="The ONNX model (top-level ONNX graphs only); never mutated.",
+    )
+    model_path = property(
+        lambda self: self._payload_field("model_path"),
+        lambda self, value: self._set_payload_field("model_path", value),
+        doc="A file holding exactly this model, or None.",
+    )
+    weights_dir = property(
+        lambda self: self._payload_field("weights_dir"),
+        lambda self, value: self._set_payload_field("weights_dir", value),
+        doc="The folder the model's external tensors resolve against, or None.",
+    )
+    lazy_file = property(
+        lambda self: self._payload_field("lazy_file"),
+        lambda self, value: self._set_payload_field("lazy_file", value),
+        doc="The model file holding the large tensors a lazy load left there, or None.",
+    )
+    graph_path = property(
+        lambda self: self._payload_field("graph_path", ()),
+        lambda self, value: self._set_payload_field("graph_path", value),
+        doc="Where a subgraph sits in its model (``()`` for the main graph and other IRs).",
+    )
 
     @property
     def name(self) -> str:
@@ -250,8 +297,7 @@ class ModelGraph:
         (True, True, ['redrawn'])
         """
         fields: dict[str, Any] = {
-            "proto": self.proto,
-            "model": self.model,
+            "payload": copy.copy(self.payload),  # the twin's files may change apart (a pass's output)
             "weights": self.weights,
             "source": self.source,
             "notes": list(self.notes),
@@ -262,10 +308,12 @@ class ModelGraph:
             "adapter": self.adapter,
         }
         fields.update(changes)
-        twin = ModelGraph(graph, **fields)
-        twin.model_path, twin.weights_dir, twin.lazy_file = self.model_path, self.weights_dir, self.lazy_file
-        twin.graph_path = self.graph_path
-        return twin
+        payload = fields["payload"]
+        if payload is not None:  # new protos given: the files kept, the protos replaced
+            for name in ("proto", "model"):
+                if name in fields:
+                    setattr(payload, name, fields.pop(name))
+        return ModelGraph(graph, **fields)
 
     def __len__(self) -> int:
         return sum(1 for _, kind in self.nx.nodes(data="kind") if kind == "op")

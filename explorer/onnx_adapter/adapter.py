@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from explorer.core.adapter import GraphAdapter
 from explorer.core.errors import UsageError
 from explorer.core.graph_memo import PerGraph
+from explorer.onnx_adapter.payload import OnnxPayload
 
 if TYPE_CHECKING:
     from onnx import TensorProto
@@ -44,6 +45,16 @@ class OnnxAdapter(GraphAdapter):
     ir = "onnx"
     scopes_from_names = True
     _instance_name = "ONNX"
+
+    def payload(self, **fields: Any) -> OnnxPayload:
+        """The protos and files of an ONNX graph (:class:`~explorer.onnx_adapter.payload.OnnxPayload`).
+
+        Examples
+        --------
+        >>> ONNX.payload(model_path=None).graph_path
+        ()
+        """
+        return OnnxPayload(**fields)
 
     def summarize(self, graph: ModelGraph) -> ModelSummary:
         """The full ONNX summary (:func:`~explorer.onnx_adapter.summarize.summarize`).
