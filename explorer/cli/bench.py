@@ -70,8 +70,9 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
         metavar="NAME",
         help="ort, ort-cuda, tvm, tvm-naive (TVM's plain loops, no schedules), iree (IREE's MLIR compiler, "
         "llvm-cpu for this CPU, with data tiling and im2col convolutions: the iree extra), iree-default "
-        "(iree-compile's defaults), or torch-eager (the graph node by node as PyTorch calls: "
-        "what people run before compiling) (repeatable)",
+        "(iree-compile's defaults), torch-eager (the graph node by node as PyTorch calls: "
+        "what people run before compiling), or onnx-reference (ONNX's reference implementation in numpy: "
+        "slow, the specification's answer) (repeatable)",
     )
     budget = parser.add_mutually_exclusive_group()
     budget.add_argument(

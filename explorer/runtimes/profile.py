@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from explorer.core.errors import UsageError
 from explorer.core.tensors import dtype_bytes
 from explorer.isolation import worker
 from explorer.onnx_adapter.model_files import worker_source
@@ -432,8 +433,11 @@ _Kernels = tuple[list[KernelTime], float | None, float]
 """A profile's kernels, the bytes they wrote per run (None: not known) and the launches per run."""
 
 
-def _ort_reader(session: PreparedSession, records: Sequence[Mapping[str, Any]], count: int) -> _Kernels:
-    """ONNX Runtime's node events: each on its node; written bytes from their outputs' sizes."""
+def _node_event_reader(
+    session: PreparedSession, records: Sequence[Mapping[str, Any]], count: int
+) -> _Kernels:
+    """Node events (ONNX Runtime's, PyTorch eager's, the reference evaluator's): each on its node; written
+    bytes from their outputs' sizes where the records have them."""
     sizes = [r.get("output_bytes") for r in records]
     written = None if any(b is None for b in sizes) else float(sum(sizes)) / count
     return _ort_kernels(session.graph, records, count), written, len(records) / count
@@ -454,7 +458,9 @@ def _iree_reader(session: PreparedSession, records: Sequence[Mapping[str, Any]],
 
 
 _KERNEL_READERS: Mapping[str, Callable[[PreparedSession, Sequence[Mapping[str, Any]], int], _Kernels]] = {
-    "ort": _ort_reader,
+    "ort": _node_event_reader,
+    "torch": _node_event_reader,
+    "reference": _node_event_reader,
     "tvm": _tvm_reader,
     "iree": _iree_reader,
 }
@@ -484,15 +490,20 @@ def profile(session: PreparedSession, feeds: Mapping[str, np.ndarray], runs: int
     >>> from explorer.runtimes import TvmRuntime, random_feeds
     >>> g = load("zoo:mlp")
     >>> p = profile(TvmRuntime().prepare(g), random_feeds(g.model), runs=2)
-    >>> p.kernels[0].node, p.runs
-    ('/fc1/Gemm', 2)
+    >>> sorted(n for n in p.node_ms if n.endswith("Gemm")), p.runs
+    (['/fc1/Gemm', '/fc2/Gemm', '/fc3/Gemm'], 2)
     """
     graph = session.graph
     out = session.with_session(
         lambda: worker.run_on_model(profile_session, worker_source(graph), session.key, dict(feeds), runs)
     )
     count = max(1, int(out["runs"]))
-    read = _KERNEL_READERS.get(getattr(session.runtime, "family", ""), _ort_reader)
+    family = getattr(session.runtime, "family", "")
+    if family not in _KERNEL_READERS:
+        raise UsageError(
+            f"{session.runtime.label} keeps no kernel profile this explorer reads (family {family!r})"
+        )
+    read = _KERNEL_READERS[family]
     kernels, written, launches = read(session, out["records"], count)
     kernels.sort(key=lambda k: -k.ms)
     node_ms: dict[str, float] = defaultdict(float)

@@ -101,6 +101,11 @@ RUNTIMES: Mapping[str, RuntimeEntry] = {
     "torch-eager": RuntimeEntry("explorer.runtimes.torch_runtime:TorchEagerRuntime", menu="PyTorch eager"),
     "iree": RuntimeEntry("explorer.runtimes.iree_runtime:IreeRuntime", menu="IREE"),
     "iree-default": RuntimeEntry("explorer.runtimes.iree_runtime:IreeRuntime", {"flags": "default"}),
+    "onnx-reference": RuntimeEntry(
+        "explorer.runtimes.reference_runtime:OnnxReferenceRuntime",
+        takes=frozenset(),
+        menu="ONNX reference (slow)",
+    ),
 }
 """Every runtime: its name (``bench --runtime NAME``) -> how it is made."""
 
