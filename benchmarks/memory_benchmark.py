@@ -70,6 +70,15 @@ COMMANDS: dict[str, list[str]] = {
     "bench-ort": ["bench", "MODEL", "--runtime", "ort", "--input-shape", "input=1,HIDDEN", *_BENCH],
     "bench-tvm": ["bench", "MODEL", "--runtime", "tvm", "--input-shape", "input=1,HIDDEN", *_BENCH],
     "bench-iree": ["bench", "MODEL", "--runtime", "iree", "--input-shape", "input=1,HIDDEN", *_BENCH],
+    "bench-reference": [
+        "bench",
+        "MODEL",
+        "--runtime",
+        "onnx-reference",
+        "--input-shape",
+        "input=1,HIDDEN",
+        *_BENCH,
+    ],
     "coverage-iree": ["coverage", "MODEL", "--target", "iree-llvm-cpu", "--input-shape", "input=1,HIDDEN"],
     "coverage-htp": ["coverage", "MODEL", "--target", "qnn-htp"],
 }

@@ -59,6 +59,7 @@ PEAK_PER_WEIGHT_BYTE: dict[tuple[str, str], float] = {
     ("bench", "iree"): 1.0,
     ("bench", "iree-default"): 1.0,
     ("bench", "torch-eager"): 2.0,
+    ("bench", "onnx-reference"): 1.1,
     ("coverage", ""): 0.1,
     ("coverage", "iree-llvm-cpu"): 0.1,
     ("prepare", ""): 1.5,

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -53,6 +54,10 @@ def reference_refusal(message: str) -> dict[str, Any] | None:
 def prepare_reference(path: str, key: str, options: Mapping[str, Any]) -> dict[str, Any]:
     """The model at ``path`` in ONNX's reference evaluator under ``key``, each node's run timed.
 
+    Large weights, external or in the model file, are mapped copy-on-write from their file
+    (:func:`~explorer.onnx_adapter.weights.tensor_array`), not read into memory: the evaluator
+    holds the model's structure and maps its weights, once.
+
     Returns
     -------
     dict
@@ -72,10 +77,22 @@ def prepare_reference(path: str, key: str, options: Mapping[str, Any]) -> dict[s
     import onnx
     from onnx.reference import ReferenceEvaluator
 
+    from explorer.onnx_adapter.model_wire import read_model_lazily
+    from explorer.onnx_adapter.weights import tensor_array
+
+    base_dir = Path(path).resolve().parent
+
+    class MappedWeights(ReferenceEvaluator):  # type: ignore[misc]
+        """The evaluator with every external (or left-in-file) weight mapped from its file, not read."""
+
+        def retrieve_external_data(self, initializer: onnx.TensorProto) -> np.ndarray:
+            return tensor_array(initializer, base_dir, path, mode="c")
+
     started = time.perf_counter()
-    model = onnx.load(path)  # external data read beside it
+    # the large weights stay in their files (the model's own, or external data): mapped, never copied
+    model = read_model_lazily(path) or onnx.load(path, load_external_data=False)
     try:
-        evaluator = ReferenceEvaluator(model)
+        evaluator = MappedWeights(model)
     except (NotImplementedError, RuntimeError) as err:  # the model's op: data for a typed error
         refusal = reference_refusal(str(err))
         if refusal is None:
