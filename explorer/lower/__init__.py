@@ -8,30 +8,14 @@ Examples
 >>> from explorer.lower import relax_import
 >>> relax_import(load("zoo:mlp")).ok
 True
->>> from explorer.lower import build
+>>> from explorer.lower import build, relax_build
 >>> build is relax_build
 True
 """
 
 from __future__ import annotations
 
-from explorer.lower.import_fix import lower_with_fixes
-from explorer.lower.rewrites import FIX, REWRITE_FIXES, ImportFailure
-from explorer.lower.timeline import LoweringTimeline
-from explorer.lower.tvm.relax_adapter import relax_graph
-from explorer.lower.tvm.relax_build import RelaxBuild, relax_build
-from explorer.lower.tvm.relax_import import RelaxImport, relax_import
-from explorer.lower.tvm.relax_pipeline import (
-    PIPELINES,
-    ZERO_PIPELINE,
-    RelaxImportFailed,
-    is_kernel,
-    lowering_counts,
-    relax_pipeline,
-)
-from explorer.lower.tvm.tir import LoopStats, TirTimeline, loop_stats, tir_diff
-
-build = relax_build
+from explorer.core.lazy_exports import lazy_exports
 
 __all__ = [
     "FIX",
@@ -56,3 +40,31 @@ __all__ = [
     "tir_diff",
     "TirTimeline",
 ]
+
+#: Public name -> the module that defines it, imported on first use: the CLI and the widgets read
+#: the compiler registry (:mod:`explorer.lower.compilers`) without paying for TVM's modules.
+_LAZY = {
+    "FIX": "explorer.lower.rewrites",
+    "REWRITE_FIXES": "explorer.lower.rewrites",
+    "ImportFailure": "explorer.lower.rewrites",
+    "LoopStats": "explorer.lower.tvm.tir",
+    "LoweringTimeline": "explorer.lower.timeline",
+    "RelaxBuild": "explorer.lower.tvm.relax_build",
+    "build": "explorer.lower.tvm.relax_build",
+    "RelaxImport": "explorer.lower.tvm.relax_import",
+    "RelaxImportFailed": "explorer.lower.tvm.relax_pipeline",
+    "ZERO_PIPELINE": "explorer.lower.tvm.relax_pipeline",
+    "PIPELINES": "explorer.lower.tvm.relax_pipeline",
+    "is_kernel": "explorer.lower.tvm.relax_pipeline",
+    "loop_stats": "explorer.lower.tvm.tir",
+    "lower_with_fixes": "explorer.lower.import_fix",
+    "lowering_counts": "explorer.lower.tvm.relax_pipeline",
+    "relax_build": "explorer.lower.tvm.relax_build",
+    "relax_graph": "explorer.lower.tvm.relax_adapter",
+    "relax_import": "explorer.lower.tvm.relax_import",
+    "relax_pipeline": "explorer.lower.tvm.relax_pipeline",
+    "tir_diff": "explorer.lower.tvm.tir",
+    "TirTimeline": "explorer.lower.tvm.tir",
+}
+
+lazy_exports(__name__, _LAZY)

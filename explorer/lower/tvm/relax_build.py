@@ -39,7 +39,7 @@ from explorer.onnx_adapter.model_files import new_model_dir, worker_source
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["RelaxBuild", "relax_build"]
+__all__ = ["RelaxBuild", "relax_build", "build"]
 
 
 @dataclass(frozen=True)
@@ -200,3 +200,7 @@ def relax_build(
         reference=reference,
         max_abs_diff=max_abs_diff(reference, outputs),
     )
+
+
+build = relax_build
+"""``relax_build`` under the name the lowering's issue gave it (``explorer.lower.build``)."""
