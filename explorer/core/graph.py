@@ -37,6 +37,15 @@ if TYPE_CHECKING:
 __all__ = ["ModelGraph"]
 
 
+def _payload_property(name: str, doc: str, default: Any = None) -> property:
+    """A ModelGraph attribute that reads and writes field ``name`` of the graph's payload."""
+    return property(
+        lambda graph: getattr(graph.payload, name, default),
+        lambda graph, value: graph._set_payload_field(name, value),
+        doc=doc,
+    )
+
+
 class ModelGraph:
     """A graph of any IR as a networkx ``MultiDiGraph`` with everything the views need.
 
@@ -150,9 +159,6 @@ class ModelGraph:
 
     # -- the IR's payload (ONNX: protos and files), read and written through these -------------
 
-    def _payload_field(self, name: str, default: Any = None) -> Any:
-        return getattr(self.payload, name, default)
-
     def _set_payload_field(self, name: str, value: Any) -> None:
         if self.payload is None:
             self.payload = self.adapter.payload(**{name: value})  # the neutral adapter refuses a value
@@ -160,35 +166,17 @@ class ModelGraph:
                 return
         setattr(self.payload, name, value)
 
-    proto = property(
-        lambda self: self._payload_field("proto"),
-        lambda self, value: self._set_payload_field("proto", value),
-        doc="The ONNX graph this ModelGraph was built from (None for other IRs).",
+    proto = _payload_property("proto", "The ONNX graph this ModelGraph was built from (None for other IRs).")
+    model = _payload_property("model", "The ONNX model (top-level ONNX graphs only); never mutated.")
+    model_path = _payload_property("model_path", "A file holding exactly this model, or None.")
+    weights_dir = _payload_property(
+        "weights_dir", "The folder the model's external tensors resolve against, or None."
     )
-    model = property(
-        lambda self: self._payload_field("model"),
-        lambda self, value: self._set_payload_field("model", value),
-        doc="The ONNX model (top-level ONNX graphs only); never mutated.",
+    lazy_file = _payload_property(
+        "lazy_file", "The model file holding the large tensors a lazy load left there, or None."
     )
-    model_path = property(
-        lambda self: self._payload_field("model_path"),
-        lambda self, value: self._set_payload_field("model_path", value),
-        doc="A file holding exactly this model, or None.",
-    )
-    weights_dir = property(
-        lambda self: self._payload_field("weights_dir"),
-        lambda self, value: self._set_payload_field("weights_dir", value),
-        doc="The folder the model's external tensors resolve against, or None.",
-    )
-    lazy_file = property(
-        lambda self: self._payload_field("lazy_file"),
-        lambda self, value: self._set_payload_field("lazy_file", value),
-        doc="The model file holding the large tensors a lazy load left there, or None.",
-    )
-    graph_path = property(
-        lambda self: self._payload_field("graph_path", ()),
-        lambda self, value: self._set_payload_field("graph_path", value),
-        doc="Where a subgraph sits in its model (``()`` for the main graph and other IRs).",
+    graph_path = _payload_property(
+        "graph_path", "Where a subgraph sits in its model (``()`` for the main graph and other IRs).", ()
     )
 
     @property
